@@ -749,6 +749,14 @@ def write_layout_probe(h: Headers, enums, probe_defines: list[str], ver: str) ->
     return "".join(out)
 
 
+def param_json(p: Param) -> dict:
+    out = {"name": p.name, "type": p.type, "code": p.code, "direction": p.direction}
+    if p.direction in ("out", "inout"):
+        out["pointee"] = p.pointee
+        out["pointee_code"] = p.pointee_code   # None for a struct written by the call
+    return out
+
+
 def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int) -> str:
     table = {
         "generated_by": "tools/gen_driver_api.py",
@@ -766,11 +774,7 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int) ->
                 "version": ep.version, "ptds_version": ep.ptds_version,
                 "version_source": ep.version_source, "ptds_version_source": ep.ptds_source,
                 "signature": ep.signature,
-                "params": [
-                    {k: v for k, v in (("name", p.name), ("type", p.type), ("code", p.code),
-                                       ("direction", p.direction), ("pointee", p.pointee),
-                                       ("pointee_code", p.pointee_code))
-                     if v is not None or k in ("pointee_code",) and p.direction != "in"}
+                "params": [param_json(p)
                     for p in ep.params
                 ],
             }
