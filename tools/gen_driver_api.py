@@ -215,6 +215,7 @@ class EntryPoint:
     name: str
     params: list[Param]
     driver_name: str = ""
+    symbol: str = ""     # what cuda.h's macros turn the name into (cuMemAlloc -> cuMemAlloc_v2)
     version: int = 0
     ptds_version: int = 0
     version_source: str = ""
@@ -431,6 +432,7 @@ def pin_versions(h: Headers, eps: list[EntryPoint], cuda_include: Path) -> None:
     by_name = {d.name: d for d in h.functions}
     for ep in eps:
         target = legacy[ep.name]
+        ep.symbol = target
         driver_name = re.sub(r"_v\d+$", "", target)
         ep.driver_name = driver_name
         want = h.param_list(by_name[ep.name].type)
@@ -771,6 +773,7 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int) ->
         "entry_points": [
             {
                 "index": ep.index, "name": ep.name, "driver_name": ep.driver_name,
+                "cuda_h_symbol": ep.symbol,
                 "version": ep.version, "ptds_version": ep.ptds_version,
                 "version_source": ep.version_source, "ptds_version_source": ep.ptds_source,
                 "signature": ep.signature,
