@@ -1,0 +1,192 @@
+/*
+ * cuabi.h - the public header of libcuabi.so.1.
+ *
+ * cuabi exports the whole CUDA driver API as a frozen, flat C ABI: every
+ * driver entry point cuXxx is available as cuabi_cuXxx with the signature
+ * of CUDA 13.0's cuda.h.  libcuda.so.1 is not linked: it is opened on the
+ * first call (or by cuabi_load()) and every entry point is looked up on its
+ * own first call.  A program built against cuabi therefore starts on a
+ * machine without a GPU or driver, and finds out through the result codes
+ * below (and cuabi_driver_report()) why the driver is not available.
+ *
+ * The ABI rules (what may change between releases, the result codes, the
+ * loader's search order, threads and fork) are in docs/abi.md.
+ */
+#ifndef CUABI_H
+#define CUABI_H
+
+/* cuabi declares every driver type under CUDA's own names, so it cannot
+ * share a translation unit with the toolkit's cuda.h.  Code written for
+ * cuda.h can use include/cuabi/compat/cuda.h instead. */
+#if defined(__cuda_cuda_h__) && !defined(CUABI_COMPAT_CUDA_H)
+#error "cuabi.h cannot be mixed with the CUDA toolkit's cuda.h in one file; include <cuabi.h> alone, or put include/cuabi/compat on the include path so that <cuda.h> maps to cuabi"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Marks the symbols libcuabi exports (the library is built with
+ * -fvisibility=hidden; abi.map decides the final list). */
+#ifndef CUABI_API
+#if defined(__GNUC__) || defined(__clang__)
+#define CUABI_API __attribute__((visibility("default")))
+#else
+#define CUABI_API
+#endif
+#endif
+
+/* Calling convention of the exported functions: the platform's default. */
+#ifndef CUABI_CALL
+#define CUABI_CALL
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "cuabi/driver_types.h"
+#include "cuabi/driver_functions.h"
+
+/* Version of this header.  cuabi_version() returns the library's. */
+#define CUABI_VERSION_MAJOR 1
+#define CUABI_VERSION_MINOR 0
+#define CUABI_VERSION_PATCH 0
+#define CUABI_MAKE_VERSION(major, minor, patch) \
+    ((uint32_t)(((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch)))
+#define CUABI_VERSION \
+    CUABI_MAKE_VERSION(CUABI_VERSION_MAJOR, CUABI_VERSION_MINOR, CUABI_VERSION_PATCH)
+
+/*
+ * cuabi's own result codes.  They are CUresult values in the range
+ * 100000..100999, which CUDA does not use, so they can come back from any
+ * cuabi_cuXxx call as well as from the own API.  Frozen: a code never
+ * changes value or meaning; new ones are only appended.
+ */
+#define CUABI_ERROR_BASE                  ((CUresult)100000)
+/* No libcuda.so.1 could be opened (see cuabi_driver_report()). */
+#define CUABI_ERROR_DRIVER_NOT_FOUND      ((CUresult)100001)
+/* The only libcuda found is the CUDA toolkit's link-time stub. */
+#define CUABI_ERROR_DRIVER_STUB           ((CUresult)100002)
+/* A library was opened but it is not a usable driver: it lacks
+ * cuGetProcAddress_v2 (a driver older than CUDA 12.0, or not a driver). */
+#define CUABI_ERROR_DRIVER_UNUSABLE       ((CUresult)100003)
+/* The loaded driver does not provide this entry point. */
+#define CUABI_ERROR_ENTRY_POINT_NOT_FOUND ((CUresult)100004)
+/* The driver knows the entry point, but only for a newer CUDA version than
+ * the one asked for (the driver is too old for this ABI version). */
+#define CUABI_ERROR_DRIVER_TOO_OLD        ((CUresult)100005)
+/* CUABI_LIBCUDA is not an absolute path, or CUABI_PER_THREAD_DEFAULT_STREAM
+ * is neither "0" nor "1". */
+#define CUABI_ERROR_BAD_ENVIRONMENT       ((CUresult)100006)
+/* cuabi_call(): the signature string is malformed. */
+#define CUABI_ERROR_BAD_SIGNATURE         ((CUresult)100007)
+/* A load-time setting was asked to change after the driver was loaded. */
+#define CUABI_ERROR_ALREADY_LOADED        ((CUresult)100008)
+
+/* Default stream modes for cuabi_set_default_stream_mode(). */
+#define CUABI_DEFAULT_STREAM_LEGACY     0
+#define CUABI_DEFAULT_STREAM_PER_THREAD 1
+
+/* The most parameters cuabi_call() accepts. */
+#define CUABI_CALL_MAX_PARAMS 32
+
+/*
+ * The packet of cuabi_launch_packed(): this 32-byte header, followed at
+ * byte offset 32 by the kernel's parameter buffer, laid out as the kernel
+ * expects it (each parameter at its natural alignment, measured from the
+ * start of the parameter buffer).  The struct is only a description of the
+ * bytes: it never crosses the ABI by value.
+ */
+typedef struct cuabi_launch_header {
+    uint32_t grid[3];          /* grid dimensions x, y, z (blocks) */
+    uint32_t block[3];         /* block dimensions x, y, z (threads) */
+    uint32_t shared_mem_bytes; /* dynamic shared memory per block */
+    uint32_t reserved;         /* must be 0 */
+} cuabi_launch_header;
+#define CUABI_LAUNCH_HEADER_SIZE 32
+
+/* (major << 16) | (minor << 8) | patch of the library actually loaded. */
+CUABI_API uint32_t CUABI_CALL cuabi_version(void);
+
+/*
+ * Opens the driver now instead of on the first call.  path NULL: search
+ * (CUABI_LIBCUDA if set, else the usual places, docs/abi.md).  path given:
+ * that absolute path is the only candidate (a relative path returns
+ * CUDA_ERROR_INVALID_VALUE and loads nothing).  The driver is loaded once per
+ * process: later calls return the first load's status, except that a
+ * different explicit path after a successful load returns
+ * CUABI_ERROR_ALREADY_LOADED.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_load(const char *path);
+
+/* Loads if not yet loaded; returns the load's status (CUDA_SUCCESS or one
+ * of the CUABI_ERROR_* codes above). */
+CUABI_API CUresult CUABI_CALL cuabi_driver_status(void);
+
+/* Loads if not yet loaded; returns a multi-line text naming every candidate
+ * tried and its outcome, the driver chosen, the default stream mode and, on
+ * failure, what to do.  Never NULL; valid for the life of the process. */
+CUABI_API const char *CUABI_CALL cuabi_driver_report(void);
+
+/* Loads if not yet loaded; the resolved file path of the driver in use, or
+ * NULL when no driver could be loaded.  Valid for the life of the process. */
+CUABI_API const char *CUABI_CALL cuabi_driver_path(void);
+
+/* The driver's CUDA version (e.g. 13000), from cuDriverGetVersion. */
+CUABI_API CUresult CUABI_CALL cuabi_driver_version(int32_t *version);
+
+/*
+ * Chooses the default stream semantics for the whole process: 0 legacy,
+ * 1 per-thread.  Must come before the driver is loaded; afterwards it
+ * returns CUDA_SUCCESS if the mode asked for is the one in effect and
+ * CUABI_ERROR_ALREADY_LOADED otherwise.  Takes precedence over the
+ * environment variable CUABI_PER_THREAD_DEFAULT_STREAM.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_set_default_stream_mode(int32_t per_thread);
+
+/* Loads if not yet loaded; the default stream mode in effect (0 legacy,
+ * 1 per-thread), or -1 when CUABI_PER_THREAD_DEFAULT_STREAM is invalid. */
+CUABI_API int32_t CUABI_CALL cuabi_default_stream_mode(void);
+
+/*
+ * Looks up any driver entry point through the driver's cuGetProcAddress_v2.
+ * name is the driver's base name ("cuMemAlloc"), cuda_version the CUDA
+ * version whose signature the caller expects (0: the driver's own version),
+ * flags the CU_GET_PROC_ADDRESS_* flags.  Returns
+ * CUABI_ERROR_ENTRY_POINT_NOT_FOUND or CUABI_ERROR_DRIVER_TOO_OLD when the
+ * driver cannot provide it.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_get_proc(const char *name, int32_t cuda_version,
+                                             uint64_t flags, void **fn);
+
+/*
+ * Calls any driver entry point by name.  signature has one letter per
+ * parameter: i int32, I uint32 (and enums), q int64, Q uint64 (and
+ * CUdeviceptr), z size_t, p any pointer or handle, f float, d double; ""
+ * for none; at most CUABI_CALL_MAX_PARAMS.  args[k] points at the value of
+ * parameter k.  The entry point is looked up as by cuabi_get_proc with the
+ * process's default stream mode.  Returns the entry point's result, or
+ * CUABI_ERROR_BAD_SIGNATURE, or a load or lookup error.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,
+                                         const char *signature, void *const *args);
+
+/* Name ("CUDA_ERROR_INVALID_VALUE", "CUABI_ERROR_DRIVER_NOT_FOUND") and
+ * description of a result code.  Never NULL, never load the driver. */
+CUABI_API const char *CUABI_CALL cuabi_error_name(CUresult code);
+CUABI_API const char *CUABI_CALL cuabi_error_string(CUresult code);
+
+/*
+ * Launches kernel f on stream with one packed buffer: packet points at a
+ * cuabi_launch_header followed by the kernel's parameter buffer, and
+ * packet_size counts both.  Equivalent to cuabi_cuLaunchKernel with
+ * CU_LAUNCH_PARAM_BUFFER_POINTER/CU_LAUNCH_PARAM_BUFFER_SIZE.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_launch_packed(CUfunction f, CUstream stream,
+                                                  const void *packet, size_t packet_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUABI_H */
