@@ -73,21 +73,31 @@ uint64_t cuabi__stream_flags(void)
 
 /* ---- lookup ------------------------------------------------------------ */
 
-/* The driver's version, fetched once for cuda_version 0.  0 = not yet;
- * a race fetches it twice and stores the same number. */
+/* The driver's version, fetched once for cuda_version 0 and for telling a
+ * too-new version apart from other refusals.  0 = not yet; a race fetches
+ * it twice and stores the same number.  Asked straight through
+ * cuGetProcAddress_v2 (not the forwarder), so that a lookup failure here
+ * cannot lead back into cuabi__get_proc. */
 static _Atomic(int) driver_version;
 
 static CUresult own_driver_version(int *version)
 {
     int v = atomic_load_explicit(&driver_version, memory_order_relaxed);
     if (v == 0) {
-        int32_t fetched = 0;
-        CUresult rc = cuabi_cuDriverGetVersion(&fetched);
+        void *found = NULL;
+        CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+        CUresult rc = cuabi__driver_get_proc()("cuDriverGetVersion", &found, 2020,
+                                               CU_GET_PROC_ADDRESS_DEFAULT, &status);
         if (rc != CUDA_SUCCESS)
             return rc;
-        if (fetched <= 0)
+        if (found == NULL)
+            return CUABI_ERROR_ENTRY_POINT_NOT_FOUND;
+        CUresult (*get_version)(int *) = (CUresult(*)(int *))found;
+        rc = get_version(&v);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+        if (v <= 0)
             return CUDA_ERROR_UNKNOWN;
-        v = fetched;
         atomic_store_explicit(&driver_version, v, memory_order_relaxed);
     }
     *version = v;
@@ -117,6 +127,13 @@ CUresult cuabi__get_proc(const char *name, int cuda_version, uint64_t flags, voi
         return CUABI_ERROR_DRIVER_TOO_OLD;
     if (rc == CUDA_ERROR_NOT_FOUND)
         return CUABI_ERROR_ENTRY_POINT_NOT_FOUND;
+    /* The driver refuses a version newer than its own with
+     * CUDA_ERROR_INVALID_VALUE, without necessarily setting the status: a
+     * pinned entry point from a newer CUDA on an older driver. */
+    int own = 0;
+    if (rc == CUDA_ERROR_INVALID_VALUE && own_driver_version(&own) == CUDA_SUCCESS &&
+        cuda_version > own)
+        return CUABI_ERROR_DRIVER_TOO_OLD;
     if (rc != CUDA_SUCCESS)
         return rc;
     if (found == NULL)
