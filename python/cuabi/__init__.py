@@ -1,0 +1,87 @@
+"""cuabi: the CUDA driver API from Python, through libcuabi's stable C ABI.
+
+Two layers:
+
+* :mod:`cuabi.driver` - every driver entry point, named as in CUDA, returning
+  its outputs and raising :class:`CUDAError` subclasses on failure;
+* the Pythonic layer - :class:`Device`, :class:`Stream`, :class:`Event`,
+  buffers, pools, :class:`Module`/:class:`Kernel` with :func:`launch`,
+  graphs, :class:`Program` (NVRTC), DLPack and ``__cuda_array_interface__``.
+
+Importing cuabi loads nothing: libcuabi is opened on first use, the CUDA
+driver on the first driver call, NVRTC on the first compilation.
+``python -m cuabi`` prints a diagnostic report.
+"""
+
+__version__ = "1.0.0"
+
+# public name -> (submodule, attribute); resolved on first access (PEP 562)
+_LAZY = {
+    "driver": ("driver", None),
+    "errors": ("errors", None),
+    "CUDAError": ("errors", "CUDAError"),
+    "ClosedError": ("errors", "ClosedError"),
+    "NVRTCError": ("errors", "NVRTCError"),
+    "DriverLoadError": ("errors", "DriverLoadError"),
+    "LibraryNotFoundError": ("_libload", "LibraryNotFoundError"),
+    "ConfigurationError": ("_libload", "ConfigurationError"),
+    "backend_name": ("_own", "backend_name"),
+    "library_path": ("_own", "library_path"),
+    "library_version": ("_own", "library_version"),
+    "load": ("_own", "load"),
+    "driver_status": ("_own", "driver_status"),
+    "driver_report": ("_own", "driver_report"),
+    "driver_path": ("_own", "driver_path"),
+    "driver_version": ("_own", "driver_version"),
+    "set_default_stream_mode": ("_own", "set_default_stream_mode"),
+    "default_stream_mode": ("_own", "default_stream_mode"),
+    "error_name": ("_own", "error_name"),
+    "error_string": ("_own", "error_string"),
+    "get_proc": ("_own", "get_proc"),
+    "call": ("_own", "call"),
+    "init": ("_core", "init"),
+    "Device": ("_core", "Device"),
+    "Context": ("_core", "Context"),
+    "Stream": ("_core", "Stream"),
+    "Event": ("_core", "Event"),
+    "devices": ("_core", "devices"),
+    "current_context": ("_core", "current_context"),
+    "DeviceBuffer": ("_memory", "DeviceBuffer"),
+    "PinnedBuffer": ("_memory", "PinnedBuffer"),
+    "ManagedBuffer": ("_memory", "ManagedBuffer"),
+    "MemoryPool": ("_memory", "MemoryPool"),
+    "copy": ("_memory", "copy"),
+    "Module": ("_module", "Module"),
+    "Library": ("_module", "Library"),
+    "Kernel": ("_module", "Kernel"),
+    "LaunchConfig": ("_module", "LaunchConfig"),
+    "launch": ("_module", "launch"),
+    "Graph": ("_graph", "Graph"),
+    "GraphExec": ("_graph", "GraphExec"),
+    "Program": ("_program", "Program"),
+    "ObjectCode": ("_program", "ObjectCode"),
+    "nvrtc_version": ("_program", "nvrtc_version"),
+    "nvrtc_path": ("_program", "nvrtc_path"),
+    "DeviceArray": ("_interop", "DeviceArray"),
+    "from_dlpack": ("_interop", "from_dlpack"),
+    "from_cuda_array_interface": ("_interop", "from_cuda_array_interface"),
+    "asarray": ("_interop", "asarray"),
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError("module 'cuabi' has no attribute %r" % name)
+    import importlib
+
+    mod = importlib.import_module("." + target[0], __name__)
+    value = mod if target[1] is None else getattr(mod, target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

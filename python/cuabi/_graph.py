@@ -1,0 +1,148 @@
+"""CUDA graphs: stream capture, instantiation, launch and update."""
+
+from __future__ import annotations
+
+import struct
+
+from . import driver as _d
+from ._core import Resource, current_context, stream_handle
+from .errors import CUDAError
+
+_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+# CUgraphExecUpdateResultInfo: result (enum), pad, errorNode, errorFromNode
+_UPDATE_INFO = struct.Struct("=I4xQQ")
+
+
+def _mode(mode):
+    m = _MODES.get(mode)
+    if m is None:
+        raise ValueError("capture mode must be one of %s, got %r" % (", ".join(_MODES), mode))
+    return m
+
+
+def begin_capture(stream, mode="global"):
+    from ._core import Stream
+
+    if not isinstance(stream, Stream):
+        raise TypeError("stream must be a cuabi.Stream")
+    _d.cuStreamBeginCapture(stream.handle, _mode(mode))
+
+
+def end_capture(stream) -> "Graph":
+    h = _d.cuStreamEndCapture(stream.handle)
+    return Graph._wrap(h)
+
+
+class _Capture:
+    """``with stream.capture() as cap:`` - ``cap.graph`` holds the result."""
+
+    __slots__ = ("stream", "mode", "graph")
+
+    def __init__(self, stream, mode):
+        _mode(mode)
+        self.stream = stream
+        self.mode = mode
+        self.graph = None
+
+    def __enter__(self):
+        begin_capture(self.stream, self.mode)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            g = end_capture(self.stream)
+        except CUDAError:
+            if exc_type is not None:
+                return False  # the body's error is the interesting one
+            raise
+        if exc_type is not None:
+            g.close()
+            return False
+        self.graph = g
+        return False
+
+
+class Graph(Resource):
+    """A CUDA graph.  ``Graph()`` is empty; stream capture fills one."""
+
+    __slots__ = ()
+
+    def __init__(self, device=None):
+        Resource.__init__(self)
+        ctx = current_context(device)
+        self._h = _d.cuGraphCreate(0)
+        ctx._adopt(self)
+
+    @classmethod
+    def _wrap(cls, h):
+        self = cls.__new__(cls)
+        Resource.__init__(self)
+        self._h = h
+        current_context()._adopt(self)
+        return self
+
+    def _release(self, h):
+        _d.cuGraphDestroy(h)
+
+    @property
+    def node_count(self) -> int:
+        return _d.cuGraphGetNodes(self.handle, None, 0)
+
+    def clone(self) -> "Graph":
+        return Graph._wrap(_d.cuGraphClone(self.handle))
+
+    def add_empty_node(self, dependencies=()) -> int:
+        """Add an empty node depending on the given node handles; returns its handle."""
+        deps = list(dependencies)
+        arr = bytearray(struct.pack("=%dQ" % len(deps), *deps)) if deps else None
+        return _d.cuGraphAddEmptyNode(self.handle, arr, len(deps))
+
+    def instantiate(self, flags: int = 0) -> "GraphExec":
+        """An executable graph (``cuGraphInstantiate``)."""
+        return GraphExec(self, flags)
+
+
+class GraphExec(Resource):
+    """An executable graph: :meth:`launch` it on a stream, :meth:`update` it."""
+
+    __slots__ = ()
+
+    def __init__(self, graph: Graph, flags: int = 0):
+        Resource.__init__(self)
+        if not isinstance(graph, Graph):
+            raise TypeError("graph must be a cuabi.Graph")
+        ctx = graph._ctx or current_context()
+        self._h = _d.cuGraphInstantiate(graph.handle, flags)
+        ctx._adopt(self)
+
+    def _release(self, h):
+        _d.cuGraphExecDestroy(h)
+
+    def launch(self, stream=None) -> None:
+        """Queue the whole graph on ``stream``."""
+        _d.cuGraphLaunch(self.handle, stream_handle(stream))
+
+    def upload(self, stream=None) -> None:
+        """Upload the graph's work to the device ahead of the first launch."""
+        _d.cuGraphUpload(self.handle, stream_handle(stream))
+
+    def update(self, graph: Graph) -> None:
+        """Update this executable graph in place to match ``graph`` (same topology).
+
+        Raises :class:`cuabi.CUDAError` whose ``update_result`` names the
+        ``CUgraphExecUpdateResult`` when the update is not possible.
+        """
+        if not isinstance(graph, Graph):
+            raise TypeError("graph must be a cuabi.Graph")
+        info = bytearray(_UPDATE_INFO.size)
+        try:
+            _d.cuGraphExecUpdate(self.handle, graph.handle, info)
+        except CUDAError as exc:
+            result = _UPDATE_INFO.unpack(info)[0]
+            try:
+                exc.update_result = _d.CUgraphExecUpdateResult(result)
+            except ValueError:
+                exc.update_result = result
+            exc.args = (exc.args[0] + " (update result: %s)" % (exc.update_result,),)
+            raise
+

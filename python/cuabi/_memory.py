@@ -1,0 +1,555 @@
+"""Device, pinned-host and managed memory, and stream-ordered memory pools."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from typing import Optional
+
+from . import driver as _d
+from ._core import Resource, current_context, stream_handle
+from ._libload import backend
+from .errors import ClosedError
+
+CU_MEMHOSTALLOC_PORTABLE = 0x01
+CU_MEMHOSTALLOC_DEVICEMAP = 0x02
+CU_MEMHOSTALLOC_WRITECOMBINED = 0x04
+CU_MEM_ATTACH_GLOBAL = 0x1
+CU_MEM_ATTACH_HOST = 0x2
+
+_U64 = struct.Struct("=Q")
+
+
+def _nbytes(n, what="nbytes"):
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError("%s must be an int, got %s" % (what, type(n).__name__))
+    if n < 0:
+        raise ValueError("%s must not be negative, got %d" % (what, n))
+    return int(n)
+
+
+def _host_view(obj, writable):
+    """(address, nbytes, keepalive) of a host object's memory."""
+    if isinstance(obj, (PinnedBuffer, ManagedBuffer)):
+        return obj.ptr, obj.size, obj
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise TypeError("expected a buffer-protocol object (bytes, bytearray, array, numpy "
+                        "array, PinnedBuffer...), got %s" % type(obj).__name__) from None
+    if writable and mv.readonly:
+        raise TypeError("destination buffer is read-only")
+    if not mv.c_contiguous:
+        raise ValueError("host buffer must be C-contiguous")
+    if mv.nbytes == 0:
+        return 0, 0, mv
+    addr, keep = backend().buffer_address(obj if isinstance(obj, (bytes, bytearray)) else mv)
+    return addr, mv.nbytes, (keep, mv)
+
+
+def _device_view(obj):
+    """(device pointer, nbytes, keepalive) of a device-memory object, or None."""
+    if isinstance(obj, (DeviceBuffer, ManagedBuffer)):
+        return obj.ptr, obj.size, obj
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        from ._interop import cai_nbytes
+
+        return int(cai["data"][0]), cai_nbytes(cai), obj
+    return None
+
+
+def copy(dst, src, nbytes=None, *, stream=None):
+    """Copy between host and device memory, in whichever direction the objects say.
+
+    ``dst``/``src``: device objects (cuabi buffers and arrays, anything with
+    ``__cuda_array_interface__``) or host buffers (buffer protocol).  With
+    ``stream`` the copy is asynchronous on it (the host buffer must then stay
+    alive and unchanged until the stream reaches the copy).
+    """
+    d_dev = _device_view(dst)
+    s_dev = _device_view(src)
+    if d_dev is None:
+        daddr, dsize, dkeep = _host_view(dst, True)
+    else:
+        daddr, dsize, dkeep = d_dev
+    if s_dev is None:
+        saddr, ssize, skeep = _host_view(src, False)
+    else:
+        saddr, ssize, skeep = s_dev
+    if nbytes is None:
+        if dsize != ssize:
+            raise ValueError("size mismatch: destination has %d bytes, source %d; pass nbytes"
+                             % (dsize, ssize))
+        n = ssize
+    else:
+        n = _nbytes(nbytes)
+        if n > dsize or n > ssize:
+            raise ValueError("nbytes=%d exceeds the destination (%d) or source (%d)" % (n, dsize, ssize))
+    if n == 0:
+        return
+    managed_dst = isinstance(dst, ManagedBuffer)
+    managed_src = isinstance(src, ManagedBuffer)
+    if stream is None:
+        if d_dev is not None and s_dev is not None:
+            _d.cuMemcpyDtoD(daddr, saddr, n)
+        elif d_dev is not None:
+            if managed_src:
+                _d.cuMemcpyDtoD(daddr, saddr, n)
+            else:
+                _d.cuMemcpyHtoD(daddr, saddr, n)
+        elif s_dev is not None:
+            if managed_dst:
+                _d.cuMemcpyDtoD(daddr, saddr, n)
+            else:
+                _d.cuMemcpyDtoH(daddr, saddr, n)
+        else:
+            raise TypeError("at least one side of the copy must be device memory")
+    else:
+        s = stream_handle(stream)
+        if d_dev is not None and s_dev is not None:
+            _d.cuMemcpyDtoDAsync(daddr, saddr, n, s)
+        elif d_dev is not None:
+            _d.cuMemcpyHtoDAsync(daddr, saddr, n, s)
+        elif s_dev is not None:
+            _d.cuMemcpyDtoHAsync(daddr, saddr, n, s)
+        else:
+            raise TypeError("at least one side of the copy must be device memory")
+    del dkeep, skeep
+
+
+class _DeviceMemoryMixin:
+    """Copy, fill and interop methods shared by device and managed buffers."""
+
+    __slots__ = ()
+
+    @property
+    def ptr(self) -> int:
+        """The device address (``CUdeviceptr``)."""
+        h = self._h
+        if h is None:
+            raise ClosedError("%s is closed" % type(self).__name__)
+        return h
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    nbytes = size
+
+    def __len__(self):
+        return self._size
+
+    def copy_from(self, src, nbytes=None, *, stream=None) -> None:
+        """Copy ``src`` (host buffer or device memory) into this buffer."""
+        if nbytes is None:
+            sv = _device_view(src)
+            n = sv[1] if sv is not None else (src.size if isinstance(src, PinnedBuffer)
+                                               else memoryview(src).nbytes)
+            if n > self._size:
+                raise ValueError("source has %d bytes, buffer only %d" % (n, self._size))
+            nbytes = n
+        copy(self, src, nbytes, stream=stream)
+
+    def copy_to(self, dst, nbytes=None, *, stream=None) -> None:
+        """Copy this buffer into ``dst`` (host buffer or device memory)."""
+        if nbytes is None:
+            dv = _device_view(dst)
+            n = dv[1] if dv is not None else (dst.size if isinstance(dst, PinnedBuffer)
+                                               else memoryview(dst).nbytes)
+            nbytes = min(n, self._size)
+        copy(dst, self, nbytes, stream=stream)
+
+    def to_bytes(self, stream=None) -> bytes:
+        """A copy of the contents as ``bytes`` (synchronises ``stream`` if given)."""
+        out = bytearray(self._size)
+        copy(out, self, self._size, stream=stream)
+        if stream is not None:
+            _d.cuStreamSynchronize(stream_handle(stream))
+        return bytes(out)
+
+    def fill(self, value: int, *, width: int = 1, count: Optional[int] = None, stream=None) -> None:
+        """Set ``count`` elements of ``width`` bytes (1, 2 or 4) to ``value``.
+
+        ``count`` defaults to the whole buffer.
+        """
+        if width not in (1, 2, 4):
+            raise ValueError("width must be 1, 2 or 4")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError("value must be an int")
+        if not 0 <= value < (1 << (8 * width)):
+            raise ValueError("value %d does not fit in %d byte(s)" % (value, width))
+        if count is None:
+            if self._size % width:
+                raise ValueError("buffer size %d is not a multiple of width %d" % (self._size, width))
+            count = self._size // width
+        elif _nbytes(count, "count") * width > self._size:
+            raise ValueError("count * width exceeds the buffer")
+        p = self.ptr
+        if stream is None:
+            f = {1: _d.cuMemsetD8, 2: _d.cuMemsetD16, 4: _d.cuMemsetD32}[width]
+            f(p, value, count)
+        else:
+            f = {1: _d.cuMemsetD8Async, 2: _d.cuMemsetD16Async, 4: _d.cuMemsetD32Async}[width]
+            f(p, value, count, stream_handle(stream))
+
+    def view(self, dtype="u1", shape=None, strides=None):
+        """A typed :class:`DeviceArray` over this memory (it keeps the buffer alive)."""
+        from ._interop import DeviceArray, dtype_info
+
+        itemsize = dtype_info(dtype)[2]
+        if shape is None:
+            if self._size % itemsize:
+                raise ValueError("buffer size is not a multiple of the item size")
+            shape = (self._size // itemsize,)
+        return DeviceArray(self.ptr, shape, dtype, strides=strides, owner=self,
+                           device_id=self._device_ordinal(), stream=self._stream_ref())
+
+    def _device_ordinal(self):
+        ctx = self._ctx
+        return ctx.device.ordinal if ctx is not None else 0
+
+    def _stream_ref(self):
+        return None
+
+    @property
+    def __cuda_array_interface__(self):
+        from ._interop import cai_dict
+
+        return cai_dict(self.ptr, (self._size,), "|u1", None, False, self._stream_ref())
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.view().__dlpack__(stream=stream, max_version=max_version,
+                                      dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self.view().__dlpack_device__()
+
+
+class DeviceBuffer(_DeviceMemoryMixin, Resource):
+    """Device memory: ``DeviceBuffer(nbytes, stream=None, pool=None, device=None)``.
+
+    Without ``stream``, ``cuMemAlloc``; with ``stream`` (or ``pool``), a
+    stream-ordered allocation (``cuMemAllocAsync`` / ``cuMemAllocFromPoolAsync``)
+    that :meth:`close` frees on the same stream unless told another.
+    """
+
+    __slots__ = ("_size", "_stream", "_pool")
+
+    def __init__(self, nbytes, *, stream=None, pool=None, device=None):
+        Resource.__init__(self)
+        n = _nbytes(nbytes)
+        self._size = n
+        self._stream = None
+        self._pool = None
+        if pool is not None and not isinstance(pool, MemoryPool):
+            raise TypeError("pool must be a cuabi.MemoryPool")
+        ctx = current_context(device if pool is None else pool.device)
+        if stream is not None or pool is not None:
+            s = stream_handle(stream)
+            if pool is not None:
+                h = _d.cuMemAllocFromPoolAsync(n, pool.handle, s)
+                self._pool = pool
+            else:
+                h = _d.cuMemAllocAsync(n, s)
+            self._stream = stream if stream is not None else 0
+        else:
+            h = _d.cuMemAlloc(n) if n else 0
+        self._h = h
+        ctx._adopt(self)
+
+    @property
+    def stream(self):
+        """The stream of a stream-ordered allocation (``None`` otherwise)."""
+        return self._stream
+
+    def _stream_ref(self):
+        s = self._stream
+        if s is None or s == 0:
+            return None
+        try:
+            return stream_handle(s)
+        except ClosedError:
+            return None
+
+    def _release(self, h):
+        if self._stream is not None:
+            try:
+                s = stream_handle(self._stream)
+            except ClosedError:
+                s = 0
+            _d.cuMemFreeAsync(h, s)
+        elif h:
+            _d.cuMemFree(h)
+
+    def close(self, stream=None) -> None:
+        """Free the memory.  A stream-ordered buffer is freed on ``stream`` (default:
+        the stream it was allocated on) after the work queued there."""
+        if stream is not None and self._h is not None:
+            self._stream = stream
+        Resource.close(self)
+
+    free = close
+
+
+class ManagedBuffer(_DeviceMemoryMixin, Resource):
+    """Unified (managed) memory reachable from host and device.
+
+    ``ManagedBuffer(nbytes, attach="global")``; host access through
+    :meth:`memoryview`, device access through ``ptr`` and the array protocols.
+    """
+
+    __slots__ = ("_size", "_views")
+
+    def __init__(self, nbytes, *, attach: str = "global", device=None):
+        Resource.__init__(self)
+        n = _nbytes(nbytes)
+        if n == 0:
+            raise ValueError("managed allocations must not be empty")
+        flags = {"global": CU_MEM_ATTACH_GLOBAL, "host": CU_MEM_ATTACH_HOST}.get(attach)
+        if flags is None:
+            raise ValueError("attach must be 'global' or 'host', got %r" % (attach,))
+        self._size = n
+        self._views = []
+        ctx = current_context(device)
+        self._h = _d.cuMemAllocManaged(n, flags)
+        ctx._adopt(self)
+
+    def memoryview(self) -> memoryview:
+        """A writable memoryview of the memory, released when the buffer closes."""
+        return _track_view(self)
+
+    def _release(self, h):
+        _release_views(self)
+        _d.cuMemFree(h)
+
+    def close(self) -> None:
+        _check_views(self)
+        Resource.close(self)
+
+    def prefetch(self, location="device", *, stream=None) -> None:
+        """Migrate the memory to the device (``"device"`` or a Device) or ``"host"``."""
+        from ._core import Device
+
+        if location == "host":
+            loc = (2, 0)  # CU_MEM_LOCATION_TYPE_HOST
+        else:
+            dev = self._ctx.device if location == "device" else Device(location)
+            loc = (1, dev.ordinal)  # CU_MEM_LOCATION_TYPE_DEVICE
+        _d.cuMemPrefetchAsync(self.ptr, self._size, loc, 0, stream_handle(stream))
+
+    def __getitem__(self, key):
+        return self.memoryview()[key]
+
+    def __setitem__(self, key, value):
+        self.memoryview()[key] = value
+
+
+if sys.version_info >= (3, 12):  # pragma: no cover - exercised on 3.12+ only
+    def _buffer(self, flags):
+        return _track_view(self)
+
+    ManagedBuffer.__buffer__ = _buffer
+
+
+def _track_view(buf):
+    """The buffer's one host view (created on first use, released at close).
+
+    Slices of it share its memory: like the view itself they must not be used
+    after the buffer is closed; the view itself then raises ValueError.
+    """
+    h = buf._h
+    if h is None:
+        raise ClosedError("%s is closed" % type(buf).__name__)
+    views = buf._views
+    if views:
+        return views[0]
+    mv = backend().memory_at(h, buf._size)
+    views.append(mv)
+    return mv
+
+
+def _check_views(buf):
+    for v in buf._views:
+        try:
+            v.release()
+        except BufferError:
+            raise BufferError(
+                "cannot free %s: a memoryview of it is still exported to another object "
+                "(e.g. a numpy array); delete that object first" % type(buf).__name__) from None
+
+
+def _release_views(buf):
+    for v in buf._views:
+        try:
+            v.release()
+        except BufferError:
+            pass
+    buf._views = []
+
+
+class PinnedBuffer(Resource):
+    """Page-locked host memory (``cuMemHostAlloc``) usable as a Python buffer.
+
+    ``memoryview(buf)`` works on Python 3.12+; on every version
+    :meth:`memoryview` returns a writable view.  Views are released when the
+    buffer is closed, so a stale view raises instead of touching freed memory.
+    """
+
+    __slots__ = ("_size", "_views")
+
+    def __init__(self, nbytes, *, portable: bool = False, device_map: bool = False,
+                 write_combined: bool = False, device=None):
+        Resource.__init__(self)
+        n = _nbytes(nbytes)
+        if n == 0:
+            raise ValueError("pinned allocations must not be empty")
+        flags = ((CU_MEMHOSTALLOC_PORTABLE if portable else 0)
+                 | (CU_MEMHOSTALLOC_DEVICEMAP if device_map else 0)
+                 | (CU_MEMHOSTALLOC_WRITECOMBINED if write_combined else 0))
+        self._size = n
+        self._views = []
+        ctx = current_context(device)
+        self._h = _d.cuMemHostAlloc(n, flags)
+        ctx._adopt(self)
+
+    @property
+    def ptr(self) -> int:
+        """The host address."""
+        h = self._h
+        if h is None:
+            raise ClosedError("PinnedBuffer is closed")
+        return h
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    nbytes = size
+
+    def __len__(self):
+        return self._size
+
+    def memoryview(self) -> memoryview:
+        """A writable ``memoryview`` of the pinned memory (format ``B``)."""
+        return _track_view(self)
+
+    def __getitem__(self, key):
+        return self.memoryview()[key]
+
+    def __setitem__(self, key, value):
+        self.memoryview()[key] = value
+
+    def tobytes(self) -> bytes:
+        return self.memoryview().tobytes()
+
+    @property
+    def __array_interface__(self):
+        return {"shape": (self._size,), "typestr": "|u1", "data": (self.ptr, False), "version": 3}
+
+    def _release(self, h):
+        _release_views(self)
+        _d.cuMemFreeHost(h)
+
+    def close(self) -> None:
+        """Free the memory; raises BufferError while a view is exported elsewhere."""
+        _check_views(self)
+        Resource.close(self)
+
+
+if sys.version_info >= (3, 12):  # pragma: no cover
+    PinnedBuffer.__buffer__ = _buffer
+
+
+# -- memory pools ----------------------------------------------------------------------
+
+CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4
+CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5
+CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6
+CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7
+CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
+# CUmemPoolProps: allocType, handleTypes, location{type,id}, win32SecurityAttributes,
+# maxSize, usage, reserved[54]
+_POOL_PROPS = struct.Struct("=IIiiQQH54s")
+_POOL_PROPS_SIZE = 88
+
+
+class MemoryPool(Resource):
+    """A stream-ordered memory pool.
+
+    ``MemoryPool(device=None, release_threshold=None, max_size=0)`` creates a
+    pool; :meth:`default` returns a device's default pool (not destroyed by
+    ``close``).  ``pool.allocate(n, stream)`` returns a :class:`DeviceBuffer`.
+    """
+
+    __slots__ = ("_owned", "_device")
+
+    def __init__(self, device=None, *, release_threshold: Optional[int] = None, max_size: int = 0):
+        Resource.__init__(self)
+        ctx = current_context(device)
+        self._device = ctx.device
+        self._owned = True
+        props = bytearray(_POOL_PROPS_SIZE)
+        # CU_MEM_ALLOCATION_TYPE_PINNED = 1, no handle types, CU_MEM_LOCATION_TYPE_DEVICE = 1
+        _POOL_PROPS.pack_into(props, 0, 1, 0, 1, ctx.device.ordinal, 0, _nbytes(max_size, "max_size"), 0, b"")
+        self._h = _d.cuMemPoolCreate(props)
+        ctx._adopt(self)
+        if release_threshold is not None:
+            self.release_threshold = release_threshold
+
+    @classmethod
+    def default(cls, device=None) -> "MemoryPool":
+        """The device's default pool (owned by the driver)."""
+        ctx = current_context(device)
+        self = cls.__new__(cls)
+        Resource.__init__(self)
+        self._owned = False
+        self._device = ctx.device
+        self._h = _d.cuDeviceGetDefaultMemPool(ctx.device.handle)
+        ctx._adopt(self)
+        return self
+
+    @property
+    def device(self):
+        return self._device
+
+    def _release(self, h):
+        if self._owned:
+            _d.cuMemPoolDestroy(h)
+
+    def _get(self, attr):
+        cell = bytearray(8)
+        _d.cuMemPoolGetAttribute(self.handle, attr, cell)
+        return _U64.unpack(cell)[0]
+
+    def _set(self, attr, value):
+        cell = bytearray(_U64.pack(_nbytes(value, "value")))
+        _d.cuMemPoolSetAttribute(self.handle, attr, cell)
+
+    @property
+    def release_threshold(self) -> int:
+        """Bytes the pool keeps reserved instead of returning them at synchronisation."""
+        return self._get(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+
+    @release_threshold.setter
+    def release_threshold(self, value: int) -> None:
+        self._set(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, value)
+
+    @property
+    def reserved_memory(self) -> int:
+        return self._get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+
+    @property
+    def used_memory(self) -> int:
+        return self._get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+
+    def trim(self, keep: int = 0) -> None:
+        """Return unused memory to the system, keeping at least ``keep`` bytes."""
+        _d.cuMemPoolTrimTo(self.handle, _nbytes(keep, "keep"))
+
+    def allocate(self, nbytes: int, stream=None) -> DeviceBuffer:
+        """A stream-ordered allocation from this pool on ``stream``."""
+        if self._h is None:
+            raise ClosedError("MemoryPool is closed")
+        return DeviceBuffer(nbytes, stream=stream if stream is not None else 0, pool=self)
+

@@ -1,0 +1,551 @@
+"""Modules, libraries, kernels and launching.
+
+The launch fast path: a :class:`Kernel` with a parameter signature owns a
+precompiled ``struct.Struct`` for the packet libcuabi's ``cuabi_launch_packed``
+takes (a 32-byte header - grid, block, shared memory - followed by the kernel
+parameters laid out with their natural alignment), packs into a buffer it
+reuses, and makes one call into C per launch.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Optional, Tuple, Union
+
+from . import driver as _d
+from ._core import Resource, current_context, stream_handle
+from ._libload import backend
+from .errors import ClosedError, CUDAError
+
+CU_JIT_INFO_LOG_BUFFER = 3
+CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
+CU_JIT_ERROR_LOG_BUFFER = 5
+CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+_LOG_SIZE = 16384
+
+HEADER = struct.Struct("=8I")
+HEADER_SIZE = 32
+
+# kernel parameter kinds: name -> (struct code, size, is_pointer)
+_KINDS = {
+    "p": ("Q", 8, True), "ptr": ("Q", 8, True), "pointer": ("Q", 8, True),
+    "b": ("b", 1, False), "int8": ("b", 1, False),
+    "B": ("B", 1, False), "uint8": ("B", 1, False), "?": ("?", 1, False), "bool": ("?", 1, False),
+    "h": ("h", 2, False), "int16": ("h", 2, False),
+    "H": ("H", 2, False), "uint16": ("H", 2, False),
+    "e": ("e", 2, False), "float16": ("e", 2, False),
+    "i": ("i", 4, False), "int32": ("i", 4, False), "int": ("i", 4, False),
+    "I": ("I", 4, False), "uint32": ("I", 4, False),
+    "q": ("q", 8, False), "int64": ("q", 8, False),
+    "Q": ("Q", 8, False), "uint64": ("Q", 8, False), "size_t": ("Q", 8, False),
+    "f": ("f", 4, False), "float32": ("f", 4, False), "float": ("f", 4, False),
+    "d": ("d", 8, False), "float64": ("d", 8, False), "double": ("d", 8, False),
+}
+
+
+def parse_params(spec) -> Tuple[Tuple[str, int, int, bool], ...]:
+    """Parse a kernel parameter signature into ``(code, size, align, is_pointer)`` items.
+
+    ``spec`` is a string of single letters (``"ppfi"``), a comma/space separated
+    string of names (``"ptr, ptr, float32, int32"``), or a sequence of names and
+    ``(size, alignment)`` tuples for structs passed by value (given as bytes).
+    """
+    if isinstance(spec, str):
+        text = spec.strip()
+        if "," in text or " " in text or text in _KINDS and len(text) > 1:
+            items = [t for t in text.replace(",", " ").split() if t]
+        else:
+            items = list(text)
+    elif isinstance(spec, (list, tuple)):
+        items = list(spec)
+    else:
+        raise TypeError("kernel parameters must be a str or a sequence, got %s" % type(spec).__name__)
+    out = []
+    for it in items:
+        if isinstance(it, tuple):
+            if len(it) != 2 or not all(isinstance(x, int) for x in it):
+                raise ValueError("a struct parameter is given as (size, alignment), got %r" % (it,))
+            size, align = it
+            if size <= 0 or align not in (1, 2, 4, 8, 16):
+                raise ValueError("bad struct parameter (size=%d, alignment=%d)" % (size, align))
+            out.append(("%ds" % size, size, align, False))
+            continue
+        k = _KINDS.get(it) if isinstance(it, str) else None
+        if k is None:
+            raise ValueError("unknown kernel parameter type %r (use letters like p i I q Q f d "
+                             "or names like ptr int32 float32)" % (it,))
+        code, size, ptr = k
+        out.append((code, size, size, ptr))
+    return tuple(out)
+
+
+def _layout(params):
+    """struct format (after the header) and the parameter block size."""
+    fmt = ["="]
+    off = 0
+    for code, size, align, _ptr in params:
+        pad = (-off) % align
+        if pad:
+            fmt.append("%dx" % pad)
+            off += pad
+        fmt.append(code)
+        off += size
+    return "".join(fmt), off
+
+
+_packers = {}
+
+
+def _make_packer(params):
+    """Build (once per signature) a function packing the header and the arguments."""
+    key = params
+    packer = _packers.get(key)
+    if packer is not None:
+        return packer
+    fmt, size = _layout(params)
+    st = struct.Struct("=8I" + fmt[1:])
+    n = len(params)
+    args = ", ".join("a%d" % i for i in range(n))
+    lines = ["def pack(view, hdr%s):" % ((", " + args) if n else "")]
+    for i, (_code, _size, _align, is_ptr) in enumerate(params):
+        if is_ptr:
+            lines.append("    if a%d.__class__ is not int: a%d = _addr(a%d)" % (i, i, i))
+    lines.append("    _pack_into(view, 0, *hdr%s)" % ((", " + args) if n else ""))
+    ns = {"_pack_into": st.pack_into, "_addr": _kernel_pointer}
+    exec("\n".join(lines), ns)  # noqa: S102 - code built from a fixed template
+    packer = (ns["pack"], HEADER_SIZE + size, n)
+    _packers[key] = packer
+    return packer
+
+
+def _kernel_pointer(obj):
+    """Device address of a pointer argument: cuabi buffers/arrays, objects with
+    ``__cuda_array_interface__``, ``data_ptr()`` (PyTorch) or ``ptr``, ints, None."""
+    if obj is None:
+        return 0
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return int(obj)
+    a = getattr(type(obj), "_cuabi_address", None)
+    if a is not None:
+        return a(obj)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    dp = getattr(obj, "data_ptr", None)
+    if callable(dp):
+        return int(dp())
+    p = getattr(obj, "ptr", None)
+    if isinstance(p, int):
+        return p
+    raise TypeError("a pointer kernel argument must be device memory (cuabi buffer or array, "
+                    "__cuda_array_interface__, data_ptr()) or an int, got %s" % type(obj).__name__)
+
+
+def _dim3(v, what):
+    if isinstance(v, int) and not isinstance(v, bool):
+        t = (v, 1, 1)
+    elif isinstance(v, (tuple, list)) and 1 <= len(v) <= 3:
+        t = tuple(v) + (1,) * (3 - len(v))
+    else:
+        raise TypeError("%s must be an int or a tuple of 1-3 ints, got %r" % (what, v))
+    for x in t:
+        if not isinstance(x, int) or isinstance(x, bool) or not 1 <= x <= 0xFFFFFFFF:
+            raise ValueError("%s dimensions must be ints from 1 to 2**32-1, got %r" % (what, v))
+    return t
+
+
+class LaunchConfig:
+    """Launch geometry: ``LaunchConfig(grid, block, shmem=0, cluster=None, cooperative=False)``.
+
+    ``grid``/``block``/``cluster`` are ints or 1-3 tuples.  The header bytes
+    are computed once here, so reusing a config costs nothing per launch.
+    """
+
+    __slots__ = ("grid", "block", "shmem", "cluster", "cooperative", "_hdr")
+
+    def __init__(self, grid=1, block=1, shmem: int = 0, cluster=None, cooperative: bool = False):
+        self.grid = _dim3(grid, "grid")
+        self.block = _dim3(block, "block")
+        if not isinstance(shmem, int) or isinstance(shmem, bool) or not 0 <= shmem <= 0xFFFFFFFF:
+            raise ValueError("shmem must be a byte count from 0 to 2**32-1, got %r" % (shmem,))
+        self.shmem = shmem
+        self.cluster = None if cluster is None else _dim3(cluster, "cluster")
+        if self.cluster is not None:
+            for g, c in zip(self.grid, self.cluster):
+                if g % c:
+                    raise ValueError("grid %r is not a multiple of cluster %r" % (self.grid, self.cluster))
+        self.cooperative = bool(cooperative)
+        self._hdr = self.grid + self.block + (shmem, 0)
+
+    def __repr__(self):
+        extra = ""
+        if self.cluster:
+            extra += ", cluster=%r" % (self.cluster,)
+        if self.cooperative:
+            extra += ", cooperative=True"
+        return "LaunchConfig(grid=%r, block=%r, shmem=%d%s)" % (self.grid, self.block, self.shmem, extra)
+
+
+def _jit_options(log):
+    """Option arrays asking the JIT for its error log into ``log``."""
+    opts = struct.pack("=II", CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+    b = backend()
+    log_addr, _keep = b.buffer_address(log)
+    values = bytearray(struct.pack("=QQ", log_addr, len(log)))
+    return bytearray(opts), values, _keep
+
+
+def _log_text(log):
+    return bytes(log).split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def _image_bytes(data, kind):
+    if isinstance(data, str):
+        if kind not in ("ptx", None):
+            raise TypeError("%s images are binary: pass bytes, not str" % kind)
+        data = data.encode("utf-8")
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise TypeError("module image must be bytes or str, got %s" % type(data).__name__)
+    if not data:
+        raise ValueError("module image is empty")
+    if kind == "ptx" and not data.endswith(b"\0"):
+        data += b"\0"
+    return data
+
+
+class Module(Resource):
+    """A loaded module (``cuModuleLoadDataEx``): PTX, cubin or fatbin.
+
+    Build one with :meth:`from_ptx`, :meth:`from_cubin`, :meth:`from_fatbin`,
+    :meth:`from_file` or ``Module(image)``.  JIT errors raise
+    :class:`cuabi.CUDAError` with the JIT's log in the message.
+    """
+
+    __slots__ = ("_kind", "_kernels")
+
+    def __init__(self, image, *, kind: Optional[str] = None, device=None):
+        Resource.__init__(self)
+        self._kind = kind
+        self._kernels = {}
+        data = _image_bytes(image, kind if kind is not None else
+                            ("ptx" if isinstance(image, str) else None))
+        ctx = current_context(device)
+        log = bytearray(_LOG_SIZE)
+        opts, values, keep = _jit_options(log)
+        try:
+            self._h = _d.cuModuleLoadDataEx(data, 2, opts, values)
+        except CUDAError as exc:
+            text = _log_text(log)
+            if text:
+                exc.args = (exc.args[0] + "\nJIT log:\n" + text,)
+                exc.jit_log = text
+            raise
+        finally:
+            del keep
+        ctx._adopt(self)
+
+    @classmethod
+    def from_ptx(cls, ptx: Union[str, bytes], **kw) -> "Module":
+        return cls(ptx, kind="ptx", **kw)
+
+    @classmethod
+    def from_cubin(cls, cubin: bytes, **kw) -> "Module":
+        return cls(cubin, kind="cubin", **kw)
+
+    @classmethod
+    def from_fatbin(cls, fatbin: bytes, **kw) -> "Module":
+        return cls(fatbin, kind="fatbin", **kw)
+
+    @classmethod
+    def from_file(cls, path, **kw) -> "Module":
+        """Load a .ptx, .cubin or .fatbin file."""
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        kind = "ptx" if path.endswith(".ptx") else None
+        return cls(data, kind=kind, **kw)
+
+    def _release(self, h):
+        for k in list(self._kernels.values()):
+            k._h = None
+        self._kernels.clear()
+        _d.cuModuleUnload(h)
+
+    def get_kernel(self, name: str, params=None) -> "Kernel":
+        """The kernel ``name`` (its mangled name for C++ kernels, or use
+        ``extern "C"``).  ``params`` gives its parameter signature for the fast
+        launch path (see :func:`parse_params`); without it the layout is taken
+        from the driver (``cuFuncGetParamInfo``) and the Python argument types."""
+        if not isinstance(name, str) or not name:
+            raise TypeError("kernel name must be a non-empty str")
+        h = _d.cuModuleGetFunction(self.handle, name)
+        k = Kernel._make(h, name, params, self)
+        self._kernels[id(k)] = k
+        return k
+
+    def get_global(self, name: str) -> Tuple[int, int]:
+        """``(device pointer, size)`` of a ``__device__`` variable."""
+        return _d.cuModuleGetGlobal(self.handle, name)
+
+
+class Library(Resource):
+    """A context-independent library (``cuLibraryLoadData``), CUDA 12+."""
+
+    __slots__ = ("_kernels",)
+
+    def __init__(self, image, *, kind: Optional[str] = None):
+        Resource.__init__(self)
+        self._kernels = {}
+        data = _image_bytes(image, kind if kind is not None else
+                            ("ptx" if isinstance(image, str) else None))
+        ctx = current_context()
+        log = bytearray(_LOG_SIZE)
+        opts, values, keep = _jit_options(log)
+        try:
+            self._h = _d.cuLibraryLoadData(data, opts, values, 2, None, None, 0)
+        except CUDAError as exc:
+            text = _log_text(log)
+            if text:
+                exc.args = (exc.args[0] + "\nJIT log:\n" + text,)
+            raise
+        finally:
+            del keep
+        ctx._adopt(self)
+
+    @classmethod
+    def from_file(cls, path) -> "Library":
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        return cls(data, kind="ptx" if path.endswith(".ptx") else None)
+
+    def _release(self, h):
+        for k in list(self._kernels.values()):
+            k._h = None
+        self._kernels.clear()
+        _d.cuLibraryUnload(h)
+
+    def get_kernel(self, name: str, params=None) -> "Kernel":
+        """The kernel ``name``, bound to the current context's function."""
+        if not isinstance(name, str) or not name:
+            raise TypeError("kernel name must be a non-empty str")
+        kh = _d.cuLibraryGetKernel(self.handle, name)
+        fh = _d.cuKernelGetFunction(kh)
+        k = Kernel._make(fh, name, params, self)
+        k._kernel = kh
+        self._kernels[id(k)] = k
+        return k
+
+
+class Kernel:
+    """A kernel ready to launch; get one from :meth:`Module.get_kernel`.
+
+    ``kernel.launch(config, *args, stream=None)`` or
+    ``cuabi.launch(stream, config, kernel, *args)``.  It stays valid while its
+    module is open.
+    """
+
+    __slots__ = ("_h", "name", "_owner", "_params", "_pack", "_size", "_nargs", "_buf",
+                 "_kernel", "__weakref__")
+
+    @classmethod
+    def _make(cls, handle, name, params, owner):
+        self = cls.__new__(cls)
+        self._h = handle
+        self.name = name
+        self._owner = owner
+        self._kernel = None
+        self._buf = None
+        self._params = None
+        self._pack = None
+        if params is not None:
+            self.set_params(params)
+        return self
+
+    @property
+    def handle(self) -> int:
+        h = self._h
+        if h is None:
+            raise ClosedError("Kernel %r is closed (its module was unloaded)" % self.name)
+        return h
+
+    def _cuabi_address(self):
+        return self.handle
+
+    @property
+    def closed(self) -> bool:
+        return self._h is None
+
+    @property
+    def params(self):
+        """The parameter signature in use (``None`` when inferred per launch)."""
+        return self._params
+
+    def set_params(self, params) -> "Kernel":
+        """Fix the parameter signature (see :func:`parse_params`) for fast launches."""
+        p = parse_params(params)
+        self._pack, self._size, self._nargs = _make_packer(p)
+        self._params = p
+        self._buf = None
+        return self
+
+    def attribute(self, attr) -> int:
+        """A ``CUfunction_attribute`` value (enum, int, or name like ``"num_regs"``)."""
+        if isinstance(attr, str):
+            name = attr if attr.startswith("CU_FUNC_ATTRIBUTE_") else "CU_FUNC_ATTRIBUTE_" + attr.upper()
+            try:
+                attr = _d.CUfunction_attribute[name]
+            except KeyError:
+                raise ValueError("unknown function attribute %r" % attr) from None
+        return _d.cuFuncGetAttribute(int(attr), self.handle)
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return self.attribute("MAX_THREADS_PER_BLOCK")
+
+    @property
+    def num_regs(self) -> int:
+        return self.attribute("NUM_REGS")
+
+    def param_info(self):
+        """``[(offset, size), ...]`` of the kernel's parameters, from the driver."""
+        out = []
+        h = self.handle
+        i = 0
+        while True:
+            try:
+                out.append(_d.cuFuncGetParamInfo(h, i))
+            except CUDAError as exc:
+                if exc.code == 1:  # CUDA_ERROR_INVALID_VALUE: past the end
+                    break
+                raise
+            i += 1
+        return out
+
+    def _infer(self, args):
+        info = self.param_info()
+        if len(info) != len(args):
+            raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, len(info), len(args)))
+        items = []
+        for (off, size), a in zip(info, args):
+            if isinstance(a, float):
+                kind = {4: "f", 8: "d", 2: "e"}.get(size)
+            elif isinstance(a, int):
+                kind = {1: "b", 2: "h", 4: "i" if a < (1 << 31) else "I", 8: "Q" if a >= 0 else "q"}.get(size)
+            elif size == 8:
+                kind = "p"
+            else:
+                kind = None
+            if kind is None:
+                if isinstance(a, (bytes, bytearray)) and len(a) == size:
+                    items.append((size, min(size, 8) if size & (size - 1) == 0 else 1))
+                    continue
+                raise TypeError("cannot pass %s as a %d-byte kernel parameter; give the kernel "
+                                "a signature with set_params()" % (type(a).__name__, size))
+            items.append(kind)
+        return _make_packer(parse_params(items))
+
+    def launch(self, config: LaunchConfig, *args, stream=None) -> None:
+        """Launch on ``stream`` (default: the NULL stream)."""
+        self._launch(stream_handle(stream), config, args)
+
+    def _launch(self, s, config, args):
+        h = self._h
+        if h is None:
+            raise ClosedError("Kernel %r is closed (its module was unloaded)" % self.name)
+        pack = self._pack
+        if pack is None:
+            pack, size, nargs = self._infer(args)
+            packet = None
+        else:
+            size = self._size
+            nargs = self._nargs
+            packet = self._buf
+            self._buf = None  # taken: a concurrent launch on another thread makes its own
+        if len(args) != nargs:
+            raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, nargs, len(args)))
+        if config.__class__ is not LaunchConfig:
+            raise TypeError("config must be a LaunchConfig, got %s" % type(config).__name__)
+        if packet is None:
+            packet = backend().new_buffer(size)
+        try:
+            pack(packet[1], config._hdr, *args)
+        except struct.error as exc:
+            self._buf = packet
+            raise TypeError("bad argument for kernel %r: %s" % (self.name, exc)) from None
+        if config.cluster is None and not config.cooperative:
+            lp = _LP[0]
+            if lp is None:
+                lp = _get_lp()
+            rc = lp(h, s, packet[0], size)
+        else:
+            rc = _launch_ex(h, s, config, packet, size)
+        if self._pack is pack:
+            self._buf = packet
+        if rc:
+            from .errors import raise_for
+
+            raise_for(rc, "cuabi_launch_packed(%s)" % self.name)
+
+    def __repr__(self):
+        state = "closed" if self._h is None else "0x%x" % self._h
+        return "<cuabi.Kernel %s %s>" % (self.name, state)
+
+
+_LP = [None]
+
+
+def _get_lp():
+    """``cuabi_launch_packed`` from the backend, fetched on the first launch."""
+    fn = _LP[0] = backend().launch_packed
+    return fn
+
+
+# CUlaunchConfig: grid[3], block[3], shmem, (pad), hStream, attrs, numAttrs, (pad)
+_LAUNCH_CONFIG = struct.Struct("=7I4xQQI4x")
+# CUlaunchAttribute: id, pad[4], value (64-byte union)
+_LAUNCH_ATTR = struct.Struct("=I4x64s")
+CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+def _launch_ex(f, s, config, packet, size):
+    """Cluster or cooperative launches go through cuLaunchKernelEx."""
+    b = backend()
+    attrs = bytearray()
+    if config.cluster is not None:
+        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, struct.pack("=3I", *config.cluster))
+    if config.cooperative:
+        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, struct.pack("=i", 1))
+    n_attrs = len(attrs) // _LAUNCH_ATTR.size
+    attrs_addr, keep_a = b.buffer_address(attrs)
+    cfg = bytearray(_LAUNCH_CONFIG.pack(*config.grid, *config.block, config.shmem, s, attrs_addr, n_attrs))
+    params = bytes(packet[1][HEADER_SIZE:size])
+    params_addr, keep_p = b.buffer_address(bytearray(params) or bytearray(1))
+    size_cell = bytearray(struct.pack("=Q", len(params)))
+    size_addr, keep_s = b.buffer_address(size_cell)
+    # CU_LAUNCH_PARAM_BUFFER_POINTER (1), ptr, CU_LAUNCH_PARAM_BUFFER_SIZE (2), &size, END (0)
+    extra = bytearray(struct.pack("=5Q", 1, params_addr, 2, size_addr, 0))
+    try:
+        _d.cuLaunchKernelEx(cfg, f, None, extra)
+    except CUDAError as exc:
+        return exc.code
+    finally:
+        del keep_a, keep_p, keep_s
+    return 0
+
+
+def launch(stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
+    """Launch ``kernel`` with ``config`` on ``stream`` (``None``: the NULL stream).
+
+    Pointer arguments take cuabi buffers and arrays, other libraries' device
+    arrays (``__cuda_array_interface__``, ``data_ptr()``) or ints; numbers are
+    converted to the kernel's declared parameter types.
+    """
+    if kernel.__class__ is not Kernel:
+        raise TypeError("kernel must be a cuabi.Kernel, got %s" % type(kernel).__name__)
+    kernel._launch(stream_handle(stream), config, args)
+

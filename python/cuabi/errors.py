@@ -1,0 +1,235 @@
+"""Exceptions raised by cuabi.
+
+Every failing driver call raises a subclass of :class:`CUDAError`; there is one
+subclass per ``CUresult`` code, created the first time it is needed, named
+after the code in CamelCase with ``Error`` appended (``CUDA_ERROR_OUT_OF_MEMORY``
+becomes ``OutOfMemoryError``).  Look one up with :func:`by_code` or as an
+attribute of this module (``cuabi.errors.OutOfMemoryError``).
+
+libcuabi's own codes (driver missing, stub only, entry point missing, ...)
+have fixed classes below; the three that mean "no usable driver" derive from
+:class:`DriverLoadError` and carry the loader's report.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ._libload import ConfigurationError, LibraryNotFoundError
+
+__all__ = [
+    "CUDAError",
+    "DriverLoadError",
+    "DriverNotFoundError",
+    "DriverStubError",
+    "DriverUnusableError",
+    "EntryPointNotFoundError",
+    "DriverTooOldError",
+    "BadEnvironmentError",
+    "BadSignatureError",
+    "AlreadyLoadedError",
+    "ClosedError",
+    "NVRTCError",
+    "LibraryNotFoundError",
+    "ConfigurationError",
+    "by_code",
+]
+
+
+class CUDAError(RuntimeError):
+    """A driver call (or libcuabi) returned a status other than success.
+
+    Attributes: ``code`` (int), ``name`` (e.g. ``"CUDA_ERROR_INVALID_VALUE"``),
+    ``message`` (the driver's description), ``function`` (the entry point that
+    failed, if known) and ``report`` (the loader's report for load failures,
+    else ``None``).
+    """
+
+    code: int = -1
+
+    def __init__(self, code, name=None, message=None, function=None, report=None):
+        self.code = int(code)
+        self.name = name or "CUresult %d" % self.code
+        self.message = message or ""
+        self.function = function
+        self.report = report
+        text = "%s%s (%d)" % ((function + ": ") if function else "", self.name, self.code)
+        if self.message:
+            text += ": " + self.message
+        if report:
+            text += "\n" + report.rstrip()
+        super().__init__(text)
+
+    def __reduce__(self):
+        return (_rebuild, (self.code, self.name, self.message, self.function, self.report))
+
+
+def _rebuild(code, name, message, function, report):
+    return by_code(code)(code, name, message, function, report)
+
+
+class DriverLoadError(CUDAError):
+    """No usable CUDA driver could be loaded; ``report`` says what was tried."""
+
+
+class DriverNotFoundError(DriverLoadError):
+    """No libcuda.so.1 could be opened (CUABI_ERROR_DRIVER_NOT_FOUND)."""
+
+    code = 100001
+
+
+class DriverStubError(DriverLoadError):
+    """Only the CUDA toolkit's stub libcuda was found (CUABI_ERROR_DRIVER_STUB)."""
+
+    code = 100002
+
+
+class DriverUnusableError(DriverLoadError):
+    """A library was opened but is not a usable driver (CUABI_ERROR_DRIVER_UNUSABLE)."""
+
+    code = 100003
+
+
+class EntryPointNotFoundError(CUDAError):
+    """The loaded driver does not provide this entry point."""
+
+    code = 100004
+
+
+class DriverTooOldError(CUDAError):
+    """The entry point exists only in a newer driver than the one loaded."""
+
+    code = 100005
+
+
+class BadEnvironmentError(CUDAError):
+    """CUABI_LIBCUDA or CUABI_PER_THREAD_DEFAULT_STREAM has an unusable value."""
+
+    code = 100006
+
+
+class BadSignatureError(CUDAError):
+    """The signature string given to :func:`cuabi.call` is malformed."""
+
+    code = 100007
+
+
+class AlreadyLoadedError(CUDAError):
+    """A setting was changed after the driver had already been loaded."""
+
+    code = 100008
+
+
+class ClosedError(ValueError):
+    """The object was closed (or its context was) and can no longer be used."""
+
+
+class NVRTCError(RuntimeError):
+    """NVRTC could not be loaded, or a compilation failed.
+
+    ``code`` is NVRTC's status (``None`` when the library was not found),
+    ``log`` the compiler's log when there is one.
+    """
+
+    def __init__(self, message, code=None, log=None):
+        self.code = code
+        self.log = log
+        if log:
+            message = message + "\n" + log.rstrip()
+        super().__init__(message)
+
+
+_OWN_NAMES = {
+    100001: ("CUABI_ERROR_DRIVER_NOT_FOUND", DriverNotFoundError),
+    100002: ("CUABI_ERROR_DRIVER_STUB", DriverStubError),
+    100003: ("CUABI_ERROR_DRIVER_UNUSABLE", DriverUnusableError),
+    100004: ("CUABI_ERROR_ENTRY_POINT_NOT_FOUND", EntryPointNotFoundError),
+    100005: ("CUABI_ERROR_DRIVER_TOO_OLD", DriverTooOldError),
+    100006: ("CUABI_ERROR_BAD_ENVIRONMENT", BadEnvironmentError),
+    100007: ("CUABI_ERROR_BAD_SIGNATURE", BadSignatureError),
+    100008: ("CUABI_ERROR_ALREADY_LOADED", AlreadyLoadedError),
+}
+_LOAD_CODES = frozenset((100001, 100002, 100003))
+
+_lock = threading.Lock()
+_by_code = {code: cls for code, (_n, cls) in _OWN_NAMES.items()}
+_by_name = {}
+_code_names = None
+
+
+def _result_names():
+    """code -> CUDA enumerator name, from the generated table (loaded once)."""
+    global _code_names
+    if _code_names is None:
+        from ._tables import ENUMS
+
+        _code_names = {v: k for k, v in ENUMS["CUresult"].items()}
+        for code, (name, _cls) in _OWN_NAMES.items():
+            _code_names[code] = name
+    return _code_names
+
+
+def class_name_for(enumerator):
+    """``CUDA_ERROR_OUT_OF_MEMORY`` -> ``OutOfMemoryError``."""
+    base = enumerator
+    for prefix in ("CUDA_ERROR_", "CUABI_ERROR_", "CUDA_"):
+        if base.startswith(prefix):
+            base = base[len(prefix):]
+            break
+    return "".join(part.capitalize() for part in base.split("_")) + "Error"
+
+
+def by_code(code):
+    """The :class:`CUDAError` subclass for a ``CUresult`` code."""
+    code = int(code)
+    cls = _by_code.get(code)
+    if cls is not None:
+        return cls
+    with _lock:
+        cls = _by_code.get(code)
+        if cls is None:
+            enumerator = _result_names().get(code)
+            if enumerator is None:
+                cls = CUDAError
+            else:
+                cname = class_name_for(enumerator)
+                cls = type(cname, (CUDAError,), {
+                    "__doc__": "The driver returned %s." % enumerator,
+                    "__module__": __name__,
+                    "code": code,
+                })
+                _by_name[cname] = cls
+            _by_code[code] = cls
+    return cls
+
+
+def make_error(code, function=None):
+    """Build (not raise) the exception for ``code`` returned by ``function``."""
+    from ._libload import backend
+
+    b = backend()
+    name = b.error_name(code) or _result_names().get(code)
+    message = b.error_string(code)
+    report = b.driver_report() if code in _LOAD_CODES else None
+    return by_code(code)(code, name, message, function, report)
+
+
+def raise_for(code, function=None):
+    """Raise the exception for a non-zero ``code``."""
+    raise make_error(code, function)
+
+
+def __getattr__(name):
+    cls = _by_name.get(name)
+    if cls is not None:
+        return cls
+    if name.endswith("Error"):
+        for code, enumerator in list(_result_names().items()):
+            if class_name_for(enumerator) == name:
+                return by_code(code)
+    raise AttributeError("module 'cuabi.errors' has no attribute %r" % name)
+
+
+def __dir__():
+    names = set(globals()) | {class_name_for(n) for n in _result_names().values()}
+    return sorted(names)
