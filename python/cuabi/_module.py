@@ -426,7 +426,15 @@ class Kernel:
         return out
 
     def _infer(self, args):
-        info = self.param_info()
+        try:
+            info = self.param_info()
+        except CUDAError as exc:
+            if exc.code in (100004, 100005):  # entry point missing / driver too old
+                raise TypeError(
+                    "kernel %r has no parameter signature and this driver cannot describe its "
+                    "parameters (cuFuncGetParamInfo needs CUDA 12.4+); pass params= to "
+                    "get_kernel() or call set_params()" % self.name) from None
+            raise
         if len(info) != len(args):
             raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, len(info), len(args)))
         items = []
