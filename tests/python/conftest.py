@@ -1,0 +1,178 @@
+"""Shared set-up for cuabi's Python tests.
+
+Libraries: ``CUABI_LIBRARY`` (libcuabi.so.1) and ``CUABI_LIBCUDA`` (the fake
+driver, libfakecuda.so) are taken from the environment, else looked for in the
+build folder (``build/`` or ``CUABI_BUILD_DIR``).  The backend is whatever
+``CUABI_PY_BACKEND`` says (CI runs the suite once per backend).
+
+``CUABI_TEST_REAL_GPU=1`` runs against the system's real driver instead of the
+fake: tests that need the fake's introspection are skipped, tests marked
+``gpu`` run.  Without it, ``gpu`` tests are skipped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PYDIR = os.path.join(ROOT, "python")
+REAL_GPU = os.environ.get("CUABI_TEST_REAL_GPU") == "1"
+
+
+def _find(name, env):
+    value = os.environ.get(env)
+    if value:
+        return value
+    build = os.environ.get("CUABI_BUILD_DIR", os.path.join(ROOT, "build"))
+    for dirpath, _dirs, files in os.walk(build):
+        if name in files:
+            return os.path.realpath(os.path.join(dirpath, name))
+    return None
+
+
+LIBCUABI = _find("libcuabi.so.1", "CUABI_LIBRARY")
+FAKE = None if REAL_GPU else _find("libfakecuda.so", "CUABI_LIBCUDA")
+NOGPA = None
+if FAKE:
+    cand = os.path.join(os.path.dirname(FAKE), "libfakecuda_nogpa.so")
+    NOGPA = os.environ.get("CUABI_TEST_NOGPA") or (cand if os.path.exists(cand) else None)
+STUB = next((p for p in ("/usr/local/cuda/lib64/stubs/libcuda.so",
+                         "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so")
+             if os.path.exists(p)), None)
+
+if LIBCUABI is None:
+    raise pytest.UsageError(
+        "libcuabi.so.1 not found: build the project (cmake -B build && cmake --build build) "
+        "or set CUABI_LIBRARY to its absolute path")
+if FAKE is None and not REAL_GPU:
+    raise pytest.UsageError(
+        "libfakecuda.so not found: build the tests (cmake --build build) or set CUABI_LIBCUDA, "
+        "or set CUABI_TEST_REAL_GPU=1 to test against a real driver")
+
+os.environ["CUABI_LIBRARY"] = LIBCUABI
+if FAKE:
+    os.environ["CUABI_LIBCUDA"] = FAKE
+if os.environ.get("CUABI_TEST_INSTALLED") != "1":
+    # test the source tree: make sure cffi's generated module is current
+    sys.path.insert(0, PYDIR)
+    try:
+        import cffi  # noqa: F401
+
+        sys.path.insert(0, PYDIR)
+        import build_ext
+
+        target = os.path.join(PYDIR, "cuabi", "_cuabi_cffi.py")
+        src = [os.path.join(PYDIR, "cdef", "driver.h"), os.path.join(PYDIR, "build_ext.py")]
+        if not os.path.exists(target) or os.path.getmtime(target) < max(map(os.path.getmtime, src)):
+            build_ext.build_abi(os.path.join(PYDIR, "cuabi"))
+    except ImportError:
+        pass
+
+import cuabi  # noqa: E402
+
+
+def pytest_report_header(config):
+    from cuabi import _libload
+
+    b = _libload.backend()
+    return ["cuabi backend: %s; libcuabi: %s; driver: %s" % (b.name, b.library_path,
+                                                              FAKE or "system (real GPU)")]
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="needs a real GPU (set CUABI_TEST_REAL_GPU=1 on a GPU machine)")
+    skip_fake = pytest.mark.skip(reason="needs the fake driver's introspection")
+    for item in items:
+        if "gpu" in item.keywords and not REAL_GPU:
+            item.add_marker(skip_gpu)
+        if "fake" in item.keywords and REAL_GPU:
+            item.add_marker(skip_fake)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a real NVIDIA GPU and driver")
+    config.addinivalue_line("markers", "fake: needs the fake driver's introspection functions")
+    config.addinivalue_line("markers", "slow: long-running leak checks")
+
+
+class Fake:
+    """The fake driver's test API (same library handle libcuabi opened)."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        for name in ("fakecuda_live_allocations", "fakecuda_launch_count", "fakecuda_record_count"):
+            f = getattr(self.lib, name)
+            f.restype = ctypes.c_uint64
+            f.argtypes = []
+        f = self.lib.fakecuda_live_objects
+        f.restype = ctypes.c_uint64
+        f.argtypes = [ctypes.c_char_p]
+
+    def live_allocations(self):
+        return self.lib.fakecuda_live_allocations()
+
+    def live_objects(self, kind):
+        return self.lib.fakecuda_live_objects(kind.encode())
+
+    def launch_count(self):
+        return self.lib.fakecuda_launch_count()
+
+
+@pytest.fixture(scope="session")
+def fake():
+    if FAKE is None:
+        pytest.skip("needs the fake driver")
+    cuabi.load()
+    return Fake(FAKE)
+
+
+@pytest.fixture
+def ctx():
+    """Device 0's primary context, current; closed (with everything in it) afterwards."""
+    c = cuabi.Device(0).set_current()
+    yield c
+    c.close()
+
+
+def needs(entry_point):
+    """Skip unless the loaded driver provides ``entry_point``."""
+    try:
+        cuabi.get_proc(entry_point)
+    except cuabi.errors.EntryPointNotFoundError:
+        pytest.skip("the driver in use does not provide %s" % entry_point)
+    except cuabi.errors.DriverTooOldError:
+        pytest.skip("the driver in use is too old for %s" % entry_point)
+
+
+def run_py(code, env=None, drop=(), check=False):
+    """Run ``code`` in a fresh interpreter (same backend, libraries, sys.path).
+
+    Returns ``(returncode, stdout, stderr)``.  ``env`` adds variables, ``drop``
+    removes some.
+    """
+    e = dict(os.environ)
+    for k in drop:
+        e.pop(k, None)
+    if os.environ.get("CUABI_TEST_INSTALLED") != "1":
+        e["PYTHONPATH"] = PYDIR + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True,
+                       text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError("subprocess failed (%d):\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+    return p.returncode, p.stdout, p.stderr
+
+
+def run_json(code, env=None, drop=()):
+    """Run ``code`` that prints one JSON document last; return it parsed."""
+    rc, out, err = run_py(code, env=env, drop=drop)
+    assert rc == 0, "subprocess failed (%d):\n%s\n%s" % (rc, out, err)
+    return json.loads(out.strip().splitlines()[-1])

@@ -1,0 +1,147 @@
+"""Import cost, backend selection and library search."""
+
+import os
+import sys
+
+import pytest
+
+from conftest import LIBCUABI, PYDIR, run_json, run_py
+
+import cuabi
+from cuabi import _libload
+
+
+def test_import_loads_nothing():
+    data = run_json("""
+        import sys, json
+        import cuabi
+        heavy = [m for m in ("cffi", "_cffi_backend", "ctypes", "cuabi.driver", "cuabi._core",
+                             "cuabi._tables", "cuabi._libload") if m in sys.modules]
+        print(json.dumps(heavy))
+    """)
+    assert data == []
+
+
+@pytest.mark.skipif(sys.implementation.name != "cpython", reason="the 15 ms target is for CPython")
+def test_import_time_under_15ms():
+    # best of several fresh interpreters, measuring only `import cuabi`
+    times = []
+    for _ in range(5):
+        t = run_json("""
+            import time, json
+            t0 = time.perf_counter()
+            import cuabi
+            print(json.dumps(time.perf_counter() - t0))
+        """)
+        times.append(t)
+    assert min(times) < 0.015, times
+
+
+def test_version_matches_packaging():
+    import re
+
+    with open(os.path.join(os.path.dirname(PYDIR), "pyproject.toml")) as f:
+        text = f.read()
+    assert re.search(r'^version = "%s"$' % re.escape(cuabi.__version__), text, re.M)
+    sys.path.insert(0, PYDIR)
+    import cuabi_build
+
+    assert cuabi_build.VERSION == cuabi.__version__
+    assert cuabi.library_version() == tuple(int(x) for x in cuabi.__version__.split("."))
+
+
+def test_lazy_attributes_and_dir():
+    assert "Device" in dir(cuabi)
+    assert cuabi.Device is cuabi._core.Device
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        cuabi.nope  # noqa: B018
+
+
+def test_backend_in_use_matches_request():
+    wanted = os.environ.get("CUABI_PY_BACKEND")
+    name = cuabi.backend_name()
+    if wanted == "ctypes":
+        assert name == "ctypes"
+    elif wanted == "cffi":
+        assert name.startswith("cffi")
+    else:
+        assert name in ("cffi", "cffi-compiled", "ctypes")
+    assert cuabi.library_path() == LIBCUABI
+
+
+@pytest.mark.parametrize("backend", ["cffi", "ctypes"])
+def test_forced_backend(backend):
+    data = run_json("""
+        import json, cuabi
+        print(json.dumps([cuabi.backend_name(), cuabi.driver.cuDriverGetVersion()]))
+    """, env={"CUABI_PY_BACKEND": backend})
+    assert data[0].startswith(backend)
+    assert data[1] >= 12000
+
+
+def test_bad_backend_value_is_a_clear_error():
+    rc, out, err = run_py("""
+        import cuabi
+        try:
+            cuabi.driver.cuDriverGetVersion()
+        except cuabi.ConfigurationError as e:
+            print("CONFIG", e)
+    """, env={"CUABI_PY_BACKEND": "numba"})
+    assert rc == 0, err
+    assert "CONFIG" in out and "'numba'" in out and "cffi, ctypes" in out
+
+
+def test_auto_falls_back_to_ctypes_without_cffi():
+    data = run_json("""
+        import sys, json
+        sys.modules["cuabi._cuabi_cffi"] = None     # as if cffi's module were not built
+        sys.modules["cuabi._cuabi_cffi_api"] = None
+        import cuabi
+        print(json.dumps(cuabi.backend_name()))
+    """, drop=("CUABI_PY_BACKEND",))
+    assert data == "ctypes"
+
+
+def test_forced_cffi_unavailable_says_so():
+    rc, out, err = run_py("""
+        import sys
+        sys.modules["cuabi._cuabi_cffi"] = None
+        sys.modules["cuabi._cuabi_cffi_api"] = None
+        import cuabi
+        try:
+            cuabi.backend_name()
+        except ImportError as e:
+            print("IMPORT", e)
+    """, env={"CUABI_PY_BACKEND": "cffi"})
+    assert "IMPORT" in out and "CUABI_PY_BACKEND=cffi" in out, (out, err)
+
+
+def test_library_not_found_lists_candidates():
+    rc, out, err = run_py("""
+        import cuabi
+        try:
+            cuabi.driver.cuInit(0)
+        except cuabi.LibraryNotFoundError as e:
+            print("NOTFOUND", e.tried)
+            print(e)
+    """, env={"CUABI_LIBRARY": "/nonexistent/libcuabi.so.1"})
+    assert rc == 0, err
+    assert "NOTFOUND" in out
+    assert "/nonexistent/libcuabi.so.1 (CUABI_LIBRARY)" in out
+    assert "next to the package" in out and "system loader" in out
+
+
+def test_relative_library_path_refused():
+    rc, out, err = run_py("""
+        import cuabi
+        try:
+            cuabi.backend_name()
+        except cuabi.LibraryNotFoundError as e:
+            print(e)
+    """, env={"CUABI_LIBRARY": "libcuabi.so.1"})
+    assert "must be an absolute path" in out, (out, err)
+
+
+def test_candidates_order():
+    kinds = [k for k, _p in _libload.candidates()]
+    assert kinds == ["next to the package", "CUABI_LIBRARY", "system loader"]

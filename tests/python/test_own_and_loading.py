@@ -1,0 +1,234 @@
+"""libcuabi's own API from Python, driver-loading failures and `python -m cuabi`."""
+
+import os
+import sys
+
+import pytest
+
+from conftest import FAKE, NOGPA, STUB, run_json, run_py
+
+import cuabi
+from cuabi import errors
+
+
+def test_status_report_path_version():
+    cuabi.load()
+    assert cuabi.driver_status() == 0
+    report = cuabi.driver_report()
+    assert "using" in report
+    if FAKE:
+        assert cuabi.driver_path() == FAKE
+        assert FAKE in report
+    assert cuabi.driver_version() >= 12000
+    assert cuabi.default_stream_mode() in ("legacy", "per_thread")
+
+
+def test_error_name_and_string():
+    assert cuabi.error_name(0) == "CUDA_SUCCESS"
+    assert cuabi.error_name(100001) == "CUABI_ERROR_DRIVER_NOT_FOUND"
+    assert cuabi.error_string(100004)
+    with pytest.raises(TypeError):
+        cuabi.error_name("1")
+
+
+def test_get_proc():
+    assert cuabi.get_proc("cuMemAlloc", 3020) != 0
+    assert cuabi.get_proc("cuInit") != 0
+    assert cuabi.get_proc("cuInit", flags="per_thread") != 0
+    with pytest.raises(errors.EntryPointNotFoundError):
+        cuabi.get_proc("cuNoSuchEntryPoint")
+    with pytest.raises(ValueError):
+        cuabi.get_proc("cuInit", flags="sometimes")
+    with pytest.raises(TypeError):
+        cuabi.get_proc(b"cuInit")
+    with pytest.raises(TypeError):
+        cuabi.get_proc("cuInit", version="12")
+
+
+def test_call_dynamic():
+    cuabi.call("cuInit", "I", 0)
+    out = bytearray(4)
+    cuabi.call("cuDriverGetVersion", "p", out)
+    assert int.from_bytes(out, sys.byteorder) == cuabi.driver_version()
+    with pytest.raises(TypeError, match="1 parameters but 2"):
+        cuabi.call("cuInit", "I", 0, 1)
+    with pytest.raises(ValueError):
+        cuabi.call("cuInit", "X", 0)
+    with pytest.raises(OverflowError):
+        cuabi.call("cuInit", "I", -1)
+    with pytest.raises(TypeError):
+        cuabi.call("cuInit", "I", "0")
+    with pytest.raises(errors.CUDAError):
+        cuabi.call("cuMemFree", "Q", 0x1234)
+
+
+def test_call_malformed_signature_reaches_library():
+    # letters the Python layer does not know are refused before the call
+    with pytest.raises(ValueError):
+        cuabi.call("cuInit", "{I}", (0,))
+
+
+def test_set_default_stream_mode_after_load():
+    cuabi.load()
+    with pytest.raises(errors.AlreadyLoadedError):
+        cuabi.set_default_stream_mode(cuabi.default_stream_mode() != "per_thread")
+
+
+def test_per_thread_mode_before_load():
+    data = run_json("""
+        import json, cuabi
+        cuabi.set_default_stream_mode(True)
+        cuabi.load()
+        print(json.dumps(cuabi.default_stream_mode()))
+    """)
+    assert data == "per_thread"
+
+
+def test_per_thread_mode_from_environment():
+    data = run_json("""
+        import json, cuabi
+        cuabi.load()
+        print(json.dumps(cuabi.default_stream_mode()))
+    """, env={"CUABI_PER_THREAD_DEFAULT_STREAM": "1"})
+    assert data == "per_thread"
+
+
+def test_bad_stream_mode_environment():
+    data = run_json("""
+        import json, cuabi
+        try:
+            cuabi.driver.cuInit(0)
+            print(json.dumps("no error"))
+        except cuabi.errors.BadEnvironmentError as e:
+            print(json.dumps(e.name))
+    """, env={"CUABI_PER_THREAD_DEFAULT_STREAM": "yes"})
+    assert data == "CUABI_ERROR_BAD_ENVIRONMENT"
+
+
+def test_load_argument_checks():
+    with pytest.raises(ValueError):
+        cuabi.load("relative/libcuda.so.1")
+    with pytest.raises(TypeError):
+        cuabi.load(5)
+
+
+LOAD_PROBE = """
+    import json, cuabi
+    try:
+        cuabi.driver.cuInit(0)
+        print(json.dumps(["ok"]))
+    except cuabi.errors.CUDAError as e:
+        print(json.dumps([type(e).__name__, e.name, isinstance(e, cuabi.errors.DriverLoadError),
+                          e.report or "", str(e)]))
+"""
+
+
+def test_no_driver():
+    data = run_json(LOAD_PROBE, env={"CUABI_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert data[0] == "DriverNotFoundError" and data[2] is True
+    assert "/nonexistent/libcuda.so.1" in data[3]
+    assert "/nonexistent/libcuda.so.1" in data[4]  # the report is in the message
+
+
+def test_relative_driver_path():
+    data = run_json(LOAD_PROBE, env={"CUABI_LIBCUDA": "libcuda.so.1"})
+    assert data[1] in ("CUABI_ERROR_BAD_ENVIRONMENT", "CUABI_ERROR_DRIVER_NOT_FOUND")
+
+
+@pytest.mark.skipif(STUB is None, reason="no toolkit stub libcuda.so here")
+def test_toolkit_stub_only():
+    data = run_json(LOAD_PROBE, env={"CUABI_LIBCUDA": STUB})
+    assert data[0] == "DriverStubError" and data[2] is True
+    assert "stub" in data[3].lower()
+
+
+@pytest.mark.skipif(NOGPA is None, reason="libfakecuda_nogpa.so not built")
+def test_driver_without_get_proc_address():
+    data = run_json(LOAD_PROBE, env={"CUABI_LIBCUDA": NOGPA})
+    assert data[0] == "DriverUnusableError" and data[2] is True
+
+
+@pytest.mark.fake
+def test_old_driver():
+    data = run_json("""
+        import json, cuabi
+        from cuabi import driver as d
+        out = [cuabi.driver_version()]
+        d.cuInit(0)
+        try:
+            d.cuMemGetDefaultMemPool(None, 0)   # CUDA 13.0 entry point
+            out.append("ok")
+        except cuabi.errors.CUDAError as e:
+            out.append(type(e).__name__)
+        print(json.dumps(out))
+    """, env={"FAKECUDA_DRIVER_VERSION": "12040"})
+    assert data[0] == 12040
+    assert data[1] in ("DriverTooOldError", "EntryPointNotFoundError")
+
+
+@pytest.mark.fake
+def test_no_device():
+    data = run_json(LOAD_PROBE, env={"FAKECUDA_DEVICE_COUNT": "0"})
+    assert data[0] == "NoDeviceError"
+
+
+def _main(env=None, drop=()):
+    import subprocess
+
+    e = dict(os.environ)
+    for k in drop:
+        e.pop(k, None)
+    e.update(env or {})
+    from conftest import PYDIR
+
+    e["PYTHONPATH"] = PYDIR
+    p = subprocess.run([sys.executable, "-m", "cuabi"], env=e, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stdout + p.stderr
+    return p.returncode, p.stdout
+
+
+@pytest.mark.fake
+def test_main_ok():
+    rc, out = _main()
+    assert rc == 0, out
+    assert "a GPU works" in out and "backend:" in out and "devices:" in out and "nvrtc:" in out
+
+
+def test_main_no_library():
+    rc, out = _main(env={"CUABI_LIBRARY": "/nonexistent/libcuabi.so.1"})
+    assert rc == 2 and "NOT FOUND" in out
+
+
+def test_main_bad_backend():
+    rc, out = _main(env={"CUABI_PY_BACKEND": "fortran"})
+    assert rc == 2 and "fortran" in out
+
+
+def test_main_no_driver():
+    rc, out = _main(env={"CUABI_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert rc == 3 and "no usable CUDA driver" in out
+
+
+@pytest.mark.skipif(STUB is None, reason="no toolkit stub libcuda.so here")
+def test_main_stub():
+    rc, out = _main(env={"CUABI_LIBCUDA": STUB})
+    assert rc == 3
+
+
+@pytest.mark.fake
+def test_main_no_device():
+    rc, out = _main(env={"FAKECUDA_DEVICE_COUNT": "0"})
+    assert rc == 4 and "cuInit" in out
+
+
+def test_main_usage():
+    import subprocess
+
+    from conftest import PYDIR
+
+    p = subprocess.run([sys.executable, "-m", "cuabi", "--help"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=PYDIR))
+    assert p.returncode == 0 and "Exit codes" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "cuabi", "--bogus"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=PYDIR))
+    assert p.returncode == 1 and "usage" in p.stderr
