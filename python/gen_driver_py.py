@@ -79,6 +79,8 @@ def classify(ep):
                 t = p["type"].replace(" ", "")
                 kind = "cstr" if t in ("constchar*", "char*") and d == "in" else "ptr"
                 out.append((kind, "p", p))
+            elif tok == "Q" and p["type"].replace("const ", "").strip() == "CUdeviceptr" and d == "in":
+                out.append(("devptr", "Q", p))
             else:
                 out.append(("value", tok, p))
         else:
@@ -128,10 +130,10 @@ def gen_function(ep):
         if kind == "value":
             w("        if _chk: _check(%r, %s, %r)" % (letter, a, p["name"]))
             call.append(a)
-        elif kind in ("ptr", "cstr"):
-            conv = "_address" if kind == "ptr" else "_cstring"
+        elif kind in ("ptr", "cstr", "devptr"):
+            conv = "_cstring" if kind == "cstr" else "_address"
             w("        if %s.__class__ is not int: %s, _k%d = %s(%s)" % (a, a, idx, conv, a))
-            w("        elif _chk: _check('p', %s, %r)" % (a, p["name"]))
+            w("        elif _chk: _check(%r, %s, %r)" % ("Q" if kind == "devptr" else "p", a, p["name"]))
             call.append(a)
         elif kind == "struct":
             w("        %s = _b.struct_value(_s_%s, %s, %r)" % (a, a, a, p["name"]))
@@ -266,7 +268,11 @@ def gen_cdef(table):
             if kind == "struct":
                 structs.add(letter)
                 ps.append(struct_ctype(letter))
-            elif kind in ("out", "inout"):
+                continue
+            if kind == "devptr":
+                ps.append("uint64_t")
+                continue
+            if kind in ("out", "inout"):
                 ps.append("void *")
             else:
                 ps.append(C_TYPES[letter])

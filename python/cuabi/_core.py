@@ -88,9 +88,6 @@ class Resource:
             raise _closed(self)
         return h
 
-    def __int__(self):
-        return self.handle
-
     def close(self) -> None:
         """Release the driver object now. Closing twice does nothing."""
         h = self._h
@@ -346,9 +343,6 @@ class Device:
     @property
     def handle(self) -> int:
         """The ``CUdevice`` value."""
-        return self._dev
-
-    def __int__(self):
         return self._dev
 
     @property

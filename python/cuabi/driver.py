@@ -2699,7 +2699,8 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk: _check('p', dependencies, 'dependencies')
         if _chk: _check('z', numDependencies, 'numDependencies')
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4506,7 +4507,8 @@ def _mk_cuIpcCloseMemHandle(_fn, _b, _chk):
         Calls the driver's cuIpcCloseMemHandle (ABI version 4010): CUresult cuIpcCloseMemHandle(CUdeviceptr dptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         _rc = _fn(dptr)
         if _rc:
             _raise(_rc, 'cuIpcCloseMemHandle')
@@ -4543,7 +4545,8 @@ def _mk_cuIpcGetMemHandle(_fn, _b, _chk):
         """
         if pHandle.__class__ is not int: pHandle, _k0 = _address(pHandle)
         elif _chk: _check('p', pHandle, 'pHandle')
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         _rc = _fn(pHandle, dptr)
         if _rc:
             _raise(_rc, 'cuIpcGetMemHandle')
@@ -5462,7 +5465,8 @@ def _mk_cuMemAddressFree(_fn, _b, _chk):
         Calls the driver's cuMemAddressFree (ABI version 10020): CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         if _chk: _check('z', size, 'size')
         _rc = _fn(ptr, size)
         if _rc:
@@ -5483,7 +5487,8 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
         """
         if _chk: _check('z', size, 'size')
         if _chk: _check('z', alignment, 'alignment')
-        if _chk: _check('Q', addr, 'addr')
+        if addr.__class__ is not int: addr, _k3 = _address(addr)
+        elif _chk: _check('Q', addr, 'addr')
         if _chk: _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
@@ -5506,7 +5511,8 @@ def _mk_cuMemAdvise(_fn, _b, _chk):
         Calls the driver's cuMemAdvise (ABI version 12020): CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', devPtr, 'devPtr')
+        if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
+        elif _chk: _check('Q', devPtr, 'devPtr')
         if _chk: _check('z', count, 'count')
         if _chk: _check('I', advice, 'advice')
         location = _b.struct_value(_s_location, location, 'location')
@@ -5800,7 +5806,8 @@ def _mk_cuMemFree(_fn, _b, _chk):
         Calls the driver's cuMemFree (ABI version 3020): CUresult cuMemFree(CUdeviceptr dptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         _rc = _fn(dptr)
         if _rc:
             _raise(_rc, 'cuMemFree')
@@ -5816,7 +5823,8 @@ def _mk_cuMemFreeAsync(_fn, _b, _chk):
         Calls the driver's cuMemFreeAsync (ABI version 11020): CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk: _check('p', hStream, 'hStream')
         _rc = _fn(dptr, hStream)
@@ -5855,7 +5863,8 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k1 = _address(location)
         elif _chk: _check('p', location, 'location')
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5880,7 +5889,8 @@ def _mk_cuMemGetAddressRange(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -5972,7 +5982,8 @@ def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
         """
         if handle.__class__ is not int: handle, _k0 = _address(handle)
         elif _chk: _check('p', handle, 'handle')
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         if _chk: _check('z', size, 'size')
         if _chk: _check('I', handleType, 'handleType')
         if _chk: _check('Q', flags, 'flags')
@@ -6175,7 +6186,8 @@ def _mk_cuMemMap(_fn, _b, _chk):
         Calls the driver's cuMemMap (ABI version 10020): CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         if _chk: _check('z', size, 'size')
         if _chk: _check('z', offset, 'offset')
         if _chk: _check('Q', handle, 'handle')
@@ -6258,7 +6270,8 @@ def _mk_cuMemPoolExportPointer(_fn, _b, _chk):
         """
         if shareData_out.__class__ is not int: shareData_out, _k0 = _address(shareData_out)
         elif _chk: _check('p', shareData_out, 'shareData_out')
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k1 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         _rc = _fn(shareData_out, ptr)
         if _rc:
             _raise(_rc, 'cuMemPoolExportPointer')
@@ -6452,7 +6465,8 @@ def _mk_cuMemPrefetchAsync(_fn, _b, _chk):
         Calls the driver's cuMemPrefetchAsync (ABI version 12020): CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', devPtr, 'devPtr')
+        if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
+        elif _chk: _check('Q', devPtr, 'devPtr')
         if _chk: _check('z', count, 'count')
         location = _b.struct_value(_s_location, location, 'location')
         if _chk: _check('I', flags, 'flags')
@@ -6505,7 +6519,8 @@ def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
         elif _chk: _check('p', data, 'data')
         if _chk: _check('z', dataSize, 'dataSize')
         if _chk: _check('I', attribute, 'attribute')
-        if _chk: _check('Q', devPtr, 'devPtr')
+        if devPtr.__class__ is not int: devPtr, _k3 = _address(devPtr)
+        elif _chk: _check('Q', devPtr, 'devPtr')
         if _chk: _check('z', count, 'count')
         _rc = _fn(data, dataSize, attribute, devPtr, count)
         if _rc:
@@ -6529,7 +6544,8 @@ def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
         if attributes.__class__ is not int: attributes, _k2 = _address(attributes)
         elif _chk: _check('p', attributes, 'attributes')
         if _chk: _check('z', numAttributes, 'numAttributes')
-        if _chk: _check('Q', devPtr, 'devPtr')
+        if devPtr.__class__ is not int: devPtr, _k4 = _address(devPtr)
+        elif _chk: _check('Q', devPtr, 'devPtr')
         if _chk: _check('z', count, 'count')
         _rc = _fn(data, dataSizes, attributes, numAttributes, devPtr, count)
         if _rc:
@@ -6586,7 +6602,8 @@ def _mk_cuMemSetAccess(_fn, _b, _chk):
         Calls the driver's cuMemSetAccess (ABI version 10020): CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         if _chk: _check('z', size, 'size')
         if desc.__class__ is not int: desc, _k2 = _address(desc)
         elif _chk: _check('p', desc, 'desc')
@@ -6626,7 +6643,8 @@ def _mk_cuMemUnmap(_fn, _b, _chk):
         Calls the driver's cuMemUnmap (ABI version 10020): CUresult cuMemUnmap(CUdeviceptr ptr, size_t size).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         if _chk: _check('z', size, 'size')
         _rc = _fn(ptr, size)
         if _rc:
@@ -6643,8 +6661,10 @@ def _mk_cuMemcpy(_fn, _b, _chk):
         Calls the driver's cuMemcpy (ABI version 4000): CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dst, 'dst')
-        if _chk: _check('Q', src, 'src')
+        if dst.__class__ is not int: dst, _k0 = _address(dst)
+        elif _chk: _check('Q', dst, 'dst')
+        if src.__class__ is not int: src, _k1 = _address(src)
+        elif _chk: _check('Q', src, 'src')
         if _chk: _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dst, src, ByteCount)
         if _rc:
@@ -6807,8 +6827,10 @@ def _mk_cuMemcpyAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyAsync (ABI version 4000): CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dst, 'dst')
-        if _chk: _check('Q', src, 'src')
+        if dst.__class__ is not int: dst, _k0 = _address(dst)
+        elif _chk: _check('Q', dst, 'dst')
+        if src.__class__ is not int: src, _k1 = _address(src)
+        elif _chk: _check('Q', src, 'src')
         if _chk: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk: _check('p', hStream, 'hStream')
@@ -6849,7 +6871,8 @@ def _mk_cuMemcpyAtoD(_fn, _b, _chk):
         Calls the driver's cuMemcpyAtoD (ABI version 3020): CUresult cuMemcpyAtoD(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk: _check('p', srcArray, 'srcArray')
         if _chk: _check('z', srcOffset, 'srcOffset')
@@ -6945,7 +6968,8 @@ def _mk_cuMemcpyDtoA(_fn, _b, _chk):
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk: _check('p', dstArray, 'dstArray')
         if _chk: _check('z', dstOffset, 'dstOffset')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if _chk: _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstArray, dstOffset, srcDevice, ByteCount)
         if _rc:
@@ -6962,8 +6986,10 @@ def _mk_cuMemcpyDtoD(_fn, _b, _chk):
         Calls the driver's cuMemcpyDtoD (ABI version 3020): CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if _chk: _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstDevice, srcDevice, ByteCount)
         if _rc:
@@ -6980,8 +7006,10 @@ def _mk_cuMemcpyDtoDAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyDtoDAsync (ABI version 3020): CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if _chk: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk: _check('p', hStream, 'hStream')
@@ -7002,7 +7030,8 @@ def _mk_cuMemcpyDtoH(_fn, _b, _chk):
         """
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
         elif _chk: _check('p', dstHost, 'dstHost')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if _chk: _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstHost, srcDevice, ByteCount)
         if _rc:
@@ -7021,7 +7050,8 @@ def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
         """
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
         elif _chk: _check('p', dstHost, 'dstHost')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if _chk: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk: _check('p', hStream, 'hStream')
@@ -7084,7 +7114,8 @@ def _mk_cuMemcpyHtoD(_fn, _b, _chk):
         Calls the driver's cuMemcpyHtoD (ABI version 3020): CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
         elif _chk: _check('p', srcHost, 'srcHost')
         if _chk: _check('z', ByteCount, 'ByteCount')
@@ -7103,7 +7134,8 @@ def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyHtoDAsync (ABI version 3020): CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
         elif _chk: _check('p', srcHost, 'srcHost')
         if _chk: _check('z', ByteCount, 'ByteCount')
@@ -7124,10 +7156,12 @@ def _mk_cuMemcpyPeer(_fn, _b, _chk):
         Calls the driver's cuMemcpyPeer (ABI version 4000): CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if dstContext.__class__ is not int: dstContext, _k1 = _address(dstContext)
         elif _chk: _check('p', dstContext, 'dstContext')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
         elif _chk: _check('p', srcContext, 'srcContext')
         if _chk: _check('z', ByteCount, 'ByteCount')
@@ -7146,10 +7180,12 @@ def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyPeerAsync (ABI version 4000): CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if dstContext.__class__ is not int: dstContext, _k1 = _address(dstContext)
         elif _chk: _check('p', dstContext, 'dstContext')
-        if _chk: _check('Q', srcDevice, 'srcDevice')
+        if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
+        elif _chk: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
         elif _chk: _check('p', srcContext, 'srcContext')
         if _chk: _check('z', ByteCount, 'ByteCount')
@@ -7170,7 +7206,8 @@ def _mk_cuMemsetD16(_fn, _b, _chk):
         Calls the driver's cuMemsetD16 (ABI version 3020): CUresult cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('H', us, 'us')
         if _chk: _check('z', N, 'N')
         _rc = _fn(dstDevice, us, N)
@@ -7188,7 +7225,8 @@ def _mk_cuMemsetD16Async(_fn, _b, _chk):
         Calls the driver's cuMemsetD16Async (ABI version 3020): CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('H', us, 'us')
         if _chk: _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -7208,7 +7246,8 @@ def _mk_cuMemsetD2D16(_fn, _b, _chk):
         Calls the driver's cuMemsetD2D16 (ABI version 3020): CUresult cuMemsetD2D16(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('z', dstPitch, 'dstPitch')
         if _chk: _check('H', us, 'us')
         if _chk: _check('z', Width, 'Width')
@@ -7228,7 +7267,8 @@ def _mk_cuMemsetD2D16Async(_fn, _b, _chk):
         Calls the driver's cuMemsetD2D16Async (ABI version 3020): CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('z', dstPitch, 'dstPitch')
         if _chk: _check('H', us, 'us')
         if _chk: _check('z', Width, 'Width')
@@ -7250,7 +7290,8 @@ def _mk_cuMemsetD2D32(_fn, _b, _chk):
         Calls the driver's cuMemsetD2D32 (ABI version 3020): CUresult cuMemsetD2D32(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('z', dstPitch, 'dstPitch')
         if _chk: _check('I', ui, 'ui')
         if _chk: _check('z', Width, 'Width')
@@ -7270,7 +7311,8 @@ def _mk_cuMemsetD2D32Async(_fn, _b, _chk):
         Calls the driver's cuMemsetD2D32Async (ABI version 3020): CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('z', dstPitch, 'dstPitch')
         if _chk: _check('I', ui, 'ui')
         if _chk: _check('z', Width, 'Width')
@@ -7292,7 +7334,8 @@ def _mk_cuMemsetD2D8(_fn, _b, _chk):
         Calls the driver's cuMemsetD2D8 (ABI version 3020): CUresult cuMemsetD2D8(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('z', dstPitch, 'dstPitch')
         if _chk: _check('B', uc, 'uc')
         if _chk: _check('z', Width, 'Width')
@@ -7312,7 +7355,8 @@ def _mk_cuMemsetD2D8Async(_fn, _b, _chk):
         Calls the driver's cuMemsetD2D8Async (ABI version 3020): CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('z', dstPitch, 'dstPitch')
         if _chk: _check('B', uc, 'uc')
         if _chk: _check('z', Width, 'Width')
@@ -7334,7 +7378,8 @@ def _mk_cuMemsetD32(_fn, _b, _chk):
         Calls the driver's cuMemsetD32 (ABI version 3020): CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('I', ui, 'ui')
         if _chk: _check('z', N, 'N')
         _rc = _fn(dstDevice, ui, N)
@@ -7352,7 +7397,8 @@ def _mk_cuMemsetD32Async(_fn, _b, _chk):
         Calls the driver's cuMemsetD32Async (ABI version 3020): CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('I', ui, 'ui')
         if _chk: _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -7372,7 +7418,8 @@ def _mk_cuMemsetD8(_fn, _b, _chk):
         Calls the driver's cuMemsetD8 (ABI version 3020): CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('B', uc, 'uc')
         if _chk: _check('z', N, 'N')
         _rc = _fn(dstDevice, uc, N)
@@ -7390,7 +7437,8 @@ def _mk_cuMemsetD8Async(_fn, _b, _chk):
         Calls the driver's cuMemsetD8Async (ABI version 3020): CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', dstDevice, 'dstDevice')
+        if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
+        elif _chk: _check('Q', dstDevice, 'dstDevice')
         if _chk: _check('B', uc, 'uc')
         if _chk: _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -7826,7 +7874,8 @@ def _mk_cuMulticastBindAddr(_fn, _b, _chk):
         """
         if _chk: _check('Q', mcHandle, 'mcHandle')
         if _chk: _check('z', mcOffset, 'mcOffset')
-        if _chk: _check('Q', memptr, 'memptr')
+        if memptr.__class__ is not int: memptr, _k2 = _address(memptr)
+        elif _chk: _check('Q', memptr, 'memptr')
         if _chk: _check('z', size, 'size')
         if _chk: _check('Q', flags, 'flags')
         _rc = _fn(mcHandle, mcOffset, memptr, size, flags)
@@ -8227,7 +8276,8 @@ def _mk_cuPointerGetAttribute(_fn, _b, _chk):
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk: _check('p', data, 'data')
         if _chk: _check('I', attribute, 'attribute')
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         _rc = _fn(data, attribute, ptr)
         if _rc:
             _raise(_rc, 'cuPointerGetAttribute')
@@ -8248,7 +8298,8 @@ def _mk_cuPointerGetAttributes(_fn, _b, _chk):
         elif _chk: _check('p', attributes, 'attributes')
         if data.__class__ is not int: data, _k2 = _address(data)
         elif _chk: _check('p', data, 'data')
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k3 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         _rc = _fn(numAttributes, attributes, data, ptr)
         if _rc:
             _raise(_rc, 'cuPointerGetAttributes')
@@ -8267,7 +8318,8 @@ def _mk_cuPointerSetAttribute(_fn, _b, _chk):
         if value.__class__ is not int: value, _k0 = _address(value)
         elif _chk: _check('p', value, 'value')
         if _chk: _check('I', attribute, 'attribute')
-        if _chk: _check('Q', ptr, 'ptr')
+        if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
+        elif _chk: _check('Q', ptr, 'ptr')
         _rc = _fn(value, attribute, ptr)
         if _rc:
             _raise(_rc, 'cuPointerSetAttribute')
@@ -8379,7 +8431,8 @@ def _mk_cuStreamAttachMemAsync(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk: _check('p', hStream, 'hStream')
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         if _chk: _check('z', length, 'length')
         if _chk: _check('I', flags, 'flags')
         _rc = _fn(hStream, dptr, length, flags)
@@ -8913,7 +8966,8 @@ def _mk_cuStreamWaitValue32(_fn, _b, _chk):
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk: _check('p', stream, 'stream')
-        if _chk: _check('Q', addr, 'addr')
+        if addr.__class__ is not int: addr, _k1 = _address(addr)
+        elif _chk: _check('Q', addr, 'addr')
         if _chk: _check('I', value, 'value')
         if _chk: _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
@@ -8933,7 +8987,8 @@ def _mk_cuStreamWaitValue64(_fn, _b, _chk):
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk: _check('p', stream, 'stream')
-        if _chk: _check('Q', addr, 'addr')
+        if addr.__class__ is not int: addr, _k1 = _address(addr)
+        elif _chk: _check('Q', addr, 'addr')
         if _chk: _check('Q', value, 'value')
         if _chk: _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
@@ -8953,7 +9008,8 @@ def _mk_cuStreamWriteValue32(_fn, _b, _chk):
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk: _check('p', stream, 'stream')
-        if _chk: _check('Q', addr, 'addr')
+        if addr.__class__ is not int: addr, _k1 = _address(addr)
+        elif _chk: _check('Q', addr, 'addr')
         if _chk: _check('I', value, 'value')
         if _chk: _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
@@ -8973,7 +9029,8 @@ def _mk_cuStreamWriteValue64(_fn, _b, _chk):
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk: _check('p', stream, 'stream')
-        if _chk: _check('Q', addr, 'addr')
+        if addr.__class__ is not int: addr, _k1 = _address(addr)
+        elif _chk: _check('Q', addr, 'addr')
         if _chk: _check('Q', value, 'value')
         if _chk: _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
@@ -9654,7 +9711,8 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
         elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         if _chk: _check('z', bytes, 'bytes')
         try:
             _o0 = _tls.o
@@ -9680,7 +9738,8 @@ def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
         elif _chk: _check('p', hTexRef, 'hTexRef')
         if desc.__class__ is not int: desc, _k1 = _address(desc)
         elif _chk: _check('p', desc, 'desc')
-        if _chk: _check('Q', dptr, 'dptr')
+        if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
+        elif _chk: _check('Q', dptr, 'dptr')
         if _chk: _check('z', Pitch, 'Pitch')
         _rc = _fn(hTexRef, desc, dptr, Pitch)
         if _rc:

@@ -1,0 +1,156 @@
+"""Tests for a real GPU (CUABI_TEST_REAL_GPU=1): NVRTC-compiled kernels, a real
+graph, and interop with PyTorch and CuPy where they are installed."""
+
+import struct
+
+import pytest
+
+import cuabi
+
+pytestmark = pytest.mark.gpu
+
+SRC = r'''
+extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" __global__ void add_one(float *p, long long n)
+{
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) p[i] += 1.0f;
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    dev = cuabi.Device(0)
+    ctx = dev.set_current()
+    obj = cuabi.Program(SRC).compile()  # the device's own architecture
+    mod = obj.load()
+    cubin = cuabi.Program(SRC).compile(target="cubin").load()
+    yield mod, cubin
+    ctx.close()
+
+
+def test_real_device_properties():
+    dev = cuabi.Device(0)
+    assert dev.compute_capability >= (5, 0)
+    assert dev.total_memory > (1 << 30)
+    assert cuabi.driver_path() and "libcuda" in cuabi.driver_path()
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["ptx", "cubin"])
+def test_saxpy_on_gpu(kernels, which):
+    k = kernels[which].get_kernel("saxpy", "fppi")
+    n = 1 << 20
+    x = cuabi.DeviceBuffer(4 * n)
+    y = cuabi.DeviceBuffer(4 * n)
+    x.copy_from(struct.pack("%df" % n, *range(n)))
+    y.fill(0x3F800000, width=4)  # 1.0f
+    s = cuabi.Stream()
+    cuabi.launch(s, cuabi.LaunchConfig((n + 255) // 256, 256), k, 0.5, x, y, n)
+    s.sync()
+    out = struct.unpack("%df" % n, y.to_bytes())
+    assert out[0] == 1.0 and out[1000] == 501.0 and out[-1] == 0.5 * (n - 1) + 1.0
+
+
+def test_inferred_params_on_gpu(kernels):
+    k = kernels[0].get_kernel("saxpy")
+    assert [size for _off, size in k.param_info()] == [4, 8, 8, 4]
+    b = cuabi.DeviceBuffer(16)
+    b.fill(0, width=4)
+    cuabi.launch(None, cuabi.LaunchConfig(1, 4), k, 2.0, b, b, 4)
+    cuabi.Stream.legacy().sync()
+
+
+def test_graph_on_gpu(kernels):
+    k = kernels[0].get_kernel("add_one", "pq")
+    n = 4096
+    b = cuabi.DeviceBuffer(4 * n)
+    b.fill(0, width=4)
+    s = cuabi.Stream()
+    with s.capture() as cap:
+        for _ in range(10):
+            cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
+    ge = cap.graph.instantiate()
+    ge.launch(s)
+    ge.launch(s)
+    s.sync()
+    assert set(struct.unpack("%df" % n, b.to_bytes())) == {20.0}
+
+
+def test_events_time_real_work(kernels):
+    k = kernels[0].get_kernel("add_one", "pq")
+    n = 1 << 22
+    b = cuabi.DeviceBuffer(4 * n)
+    s = cuabi.Stream()
+    start = cuabi.Event().record(s)
+    for _ in range(20):
+        cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
+    end = cuabi.Event().record(s)
+    end.sync()
+    assert end - start > 0.0
+
+
+def test_pinned_async_copy_and_pool_on_gpu():
+    cuabi.Device(0).set_current()
+    s = cuabi.Stream()
+    p = cuabi.PinnedBuffer(1 << 20)
+    p.memoryview()[:] = b"\x42" * (1 << 20)
+    pool = cuabi.MemoryPool.default()
+    d = pool.allocate(1 << 20, s)
+    d.copy_from(p, stream=s)
+    q = cuabi.PinnedBuffer(1 << 20)
+    d.copy_to(q, stream=s)
+    s.sync()
+    assert q.tobytes() == p.tobytes()
+    d.close()
+
+
+def test_torch_interop(kernels):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch without CUDA")
+    cuabi.Device(0).set_current()
+    k = kernels[0].get_kernel("add_one", "pq")
+    # a torch tensor used by a cuabi kernel, on torch's current stream
+    t = torch.arange(1024, dtype=torch.float32, device="cuda")
+    ts = torch.cuda.current_stream()
+    cuabi.launch(ts.cuda_stream, cuabi.LaunchConfig(4, 256), k, t, t.numel())
+    ts.synchronize()
+    assert torch.equal(t.cpu(), torch.arange(1024, dtype=torch.float32) + 1)
+    # a cuabi buffer seen by torch through DLPack, computed on both sides
+    b = cuabi.DeviceBuffer(4 * 1024)
+    b.copy_from(struct.pack("1024f", *range(1024)))
+    tt = torch.from_dlpack(b.view("f4"))
+    tt.mul_(2)
+    torch.cuda.synchronize()
+    assert struct.unpack("1024f", b.to_bytes())[5] == 10.0
+    # and back: a torch tensor imported into cuabi through DLPack
+    arr = cuabi.from_dlpack(t)
+    assert arr.ptr == t.data_ptr() and arr.shape == (1024,)
+    cuabi.launch(None, cuabi.LaunchConfig(4, 256), k, arr, 1024)
+    torch.cuda.synchronize()
+    assert float(t[0]) == 2.0
+    arr.close()
+
+
+def test_cupy_interop(kernels):
+    cp = pytest.importorskip("cupy")
+    cuabi.Device(0).set_current()
+    k = kernels[0].get_kernel("add_one", "pq")
+    a = cp.arange(512, dtype=cp.float32)
+    arr = cuabi.from_cuda_array_interface(a)
+    cuabi.launch(None, cuabi.LaunchConfig(2, 256), k, arr, 512)
+    cp.cuda.runtime.deviceSynchronize()
+    assert float(a[3]) == 4.0
+    b = cuabi.DeviceBuffer(4 * 512)
+    b.copy_from(struct.pack("512f", *([1.0] * 512)))
+    c = cp.asarray(b.view("f4"))  # consumes __cuda_array_interface__
+    c += 1
+    cp.cuda.runtime.deviceSynchronize()
+    assert struct.unpack("512f", b.to_bytes())[0] == 2.0
+    d = cp.from_dlpack(b.view("f4"))
+    assert float(d.sum()) == 1024.0

@@ -1,0 +1,102 @@
+"""No leaks: 100,000 allocate/free and create/destroy cycles return the fake driver's
+live counts to zero and keep the process's resident memory flat."""
+
+import gc
+import sys
+
+import pytest
+
+import cuabi
+
+N = 100_000
+pytestmark = [pytest.mark.fake, pytest.mark.slow]
+
+
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def _cycle(fn, fake, kinds=()):
+    """Run fn N times; check live counts and that RSS after a warm-up stays flat."""
+    gc.collect()
+    allocs0 = fake.live_allocations()
+    objs0 = {k: fake.live_objects(k) for k in kinds}
+    for _ in range(N // 10):
+        fn()
+    gc.collect()
+    rss0 = _rss_kib()
+    for _ in range(N - N // 10):
+        fn()
+    gc.collect()
+    growth = _rss_kib() - rss0
+    assert fake.live_allocations() == allocs0
+    for k in kinds:
+        assert fake.live_objects(k) == objs0[k], k
+    # PyPy's GC grows its nursery lazily; allow it more slack than CPython
+    limit = 4096 if sys.implementation.name == "cpython" else 16384
+    assert growth < limit, "RSS grew by %d KiB" % growth
+
+
+def test_device_buffer_alloc_free(ctx, fake):
+    def one():
+        b = cuabi.DeviceBuffer(256)
+        b.close()
+    _cycle(one, fake)
+
+
+def test_device_buffer_freed_by_gc(ctx, fake):
+    def one():
+        cuabi.DeviceBuffer(64)
+    _cycle(one, fake)
+
+
+def test_stream_ordered_alloc_free(ctx, fake):
+    s = cuabi.Stream()
+
+    def one():
+        cuabi.DeviceBuffer(128, stream=s).close()
+    _cycle(one, fake)
+    s.sync()
+
+
+def test_raw_driver_alloc_free(ctx, fake):
+    from cuabi import driver as d
+
+    def one():
+        d.cuMemFree(d.cuMemAlloc(64))
+    _cycle(one, fake)
+
+
+def test_stream_and_event_create_destroy(ctx, fake):
+    def one():
+        with cuabi.Stream() as s:
+            e = cuabi.Event(timing=False)
+            e.record(s)
+            e.close()
+    _cycle(one, fake, kinds=("streams", "events"))
+
+
+def test_pinned_alloc_free(ctx, fake):
+    def one():
+        p = cuabi.PinnedBuffer(64)
+        p.memoryview()[0] = 1
+        p.close()
+    _cycle(one, fake)
+
+
+def test_launch_has_no_growth(ctx, fake):
+    import os
+
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernels.ptx")) as f:
+        m = cuabi.Module.from_ptx(f.read())
+    k = m.get_kernel("saxpy", "fppi")
+    b = cuabi.DeviceBuffer(16)
+    cfg = cuabi.LaunchConfig(1, 4)
+
+    def one():
+        cuabi.launch(None, cfg, k, 1.0, b, b, 4)
+    _cycle(one, fake, kinds=("modules",))

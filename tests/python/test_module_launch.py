@@ -1,0 +1,245 @@
+"""Modules, libraries, kernels, LaunchConfig and launch: allocate, copy, launch, copy back."""
+
+import os
+import struct
+
+import pytest
+
+from conftest import needs
+
+import cuabi
+from cuabi.errors import ClosedError, CUDAError
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+with open(os.path.join(DATA, "kernels.ptx")) as _f:
+    PTX = _f.read()
+
+
+@pytest.fixture
+def module(ctx):
+    m = cuabi.Module.from_ptx(PTX)
+    yield m
+    m.close()
+
+
+def _saxpy_check(kernel, launcher, n=1000):
+    x = cuabi.DeviceBuffer(4 * n)
+    y = cuabi.DeviceBuffer(4 * n)
+    x.copy_from(struct.pack("%df" % n, *range(n)))
+    y.copy_from(struct.pack("%df" % n, *([1.0] * n)))
+    s = cuabi.Stream()
+    launcher(s, cuabi.LaunchConfig(grid=(n + 127) // 128, block=128), kernel, 2.0, x, y, n)
+    s.sync()
+    out = struct.unpack("%df" % n, y.to_bytes())
+    assert out == tuple(2.0 * i + 1.0 for i in range(n))
+
+
+def test_end_to_end_saxpy_from_ptx(module):
+    k = module.get_kernel("saxpy", "f p p i")
+    assert k.params is not None and k.name == "saxpy" and k.handle
+    _saxpy_check(k, cuabi.launch)
+
+
+def test_kernel_launch_method_and_param_spellings(module):
+    for spec in ("fppi", "float32, ptr, ptr, int32", ["float", "pointer", "pointer", "int"]):
+        k = module.get_kernel("saxpy", spec)
+        _saxpy_check(k, lambda s, cfg, k, *a: k.launch(cfg, *a, stream=s), n=64)
+
+
+def test_inferred_parameters(module):
+    needs("cuFuncGetParamInfo")
+    k = module.get_kernel("saxpy")
+    assert k.param_info() == [(0, 4), (8, 8), (16, 8), (24, 4)]
+    _saxpy_check(k, cuabi.launch, n=32)
+
+
+def test_exact_scalar_arguments(module):
+    k = module.get_kernel("store_mixed", "B d H i p")
+    out = cuabi.DeviceBuffer(32)
+    cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, 200, -2.5, 65000, -7, out)
+    cuabi.Stream.legacy().sync()
+    a, b, c, dd = struct.unpack("4Q", out.to_bytes())
+    assert a == 200 and b == struct.unpack("Q", struct.pack("d", -2.5))[0]
+    assert c == 65000 and dd == (-7) & 0xFFFFFFFFFFFFFFFF
+
+
+def test_launch_geometry(module):
+    k = module.get_kernel("launch_info", "p")
+    out = cuabi.DeviceBuffer(28)
+    cfg = cuabi.LaunchConfig(grid=(3, 2, 1), block=(32, 2), shmem=256)
+    cuabi.launch(cuabi.Stream.legacy(), cfg, k, out)
+    cuabi.Stream.legacy().sync()
+    assert struct.unpack("7I", out.to_bytes()) == (3, 2, 1, 32, 2, 1, 256)
+    assert "grid=(3, 2, 1)" in repr(cfg)
+
+
+def test_cluster_launch(module):
+    needs("cuLaunchKernelEx")
+    dev = cuabi.Device(0)
+    if dev.compute_capability < (9, 0):
+        pytest.skip("thread block clusters need compute capability 9.0")
+    k = module.get_kernel("launch_info", "p")
+    out = cuabi.DeviceBuffer(28)
+    cuabi.launch(None, cuabi.LaunchConfig(grid=4, block=64, cluster=2), k, out)
+    cuabi.Stream.legacy().sync()
+    assert struct.unpack("7I", out.to_bytes())[:4] == (4, 1, 1, 64)
+
+
+def test_pointer_argument_kinds(module):
+    k = module.get_kernel("launch_info", "p")
+    buf = cuabi.DeviceBuffer(28)
+
+    class CAI:
+        __cuda_array_interface__ = {"data": (buf.ptr, False), "shape": (7,), "typestr": "<u4",
+                                    "version": 3}
+
+    class Torchish:
+        def data_ptr(self):
+            return buf.ptr
+
+    cfg = cuabi.LaunchConfig(1, 1)
+    for arg in (buf, buf.ptr, buf.view("u4"), CAI(), Torchish()):
+        buf.fill(0)
+        cuabi.launch(None, cfg, k, arg)
+        cuabi.Stream.legacy().sync()
+        assert struct.unpack("7I", buf.to_bytes())[0] == 1
+    with pytest.raises(TypeError, match="pointer kernel argument"):
+        cuabi.launch(None, cfg, k, "not memory")
+
+
+def test_launch_argument_errors(module):
+    k = module.get_kernel("saxpy", "fppi")
+    cfg = cuabi.LaunchConfig(1, 32)
+    b = cuabi.DeviceBuffer(128)
+    with pytest.raises(TypeError, match="takes 4 arguments, 3 given"):
+        cuabi.launch(None, cfg, k, 1.0, b, b)
+    with pytest.raises(TypeError, match="bad argument"):
+        cuabi.launch(None, cfg, k, "a", b, b, 4)
+    with pytest.raises(TypeError, match="bad argument"):
+        cuabi.launch(None, cfg, k, 1.0, b, b, 1 << 40)
+    with pytest.raises(TypeError):
+        cuabi.launch(None, (1, 1), k, 1.0, b, b, 4)
+    with pytest.raises(TypeError):
+        cuabi.launch(None, cfg, "saxpy", 1.0, b, b, 4)
+    with pytest.raises(TypeError):
+        cuabi.launch("stream", cfg, k, 1.0, b, b, 4)
+    # still usable after the errors
+    cuabi.launch(None, cfg, k, 1.0, b, b, 4)
+
+
+def test_launch_config_validation():
+    for bad in (dict(grid=0), dict(block=(1, 2, 3, 4)), dict(grid="1"), dict(shmem=-1),
+                dict(grid=3, cluster=2), dict(block=1.5)):
+        with pytest.raises((TypeError, ValueError)):
+            cuabi.LaunchConfig(**bad)
+    cfg = cuabi.LaunchConfig(grid=[4, 2], block=64, cluster=(2, 1), cooperative=True)
+    assert cfg.grid == (4, 2, 1) and cfg.block == (64, 1, 1) and cfg.cluster == (2, 1, 1)
+    assert "cooperative" in repr(cfg)
+
+
+def test_parse_params():
+    from cuabi._module import parse_params
+
+    assert [p[0] for p in parse_params("pfid")] == ["Q", "f", "i", "d"]
+    assert parse_params([(16, 8)])[0] == ("16s", 16, 8, False)
+    for bad in ("x", ["nope"], [(3, 3)], [(0, 1)], 5):
+        with pytest.raises((TypeError, ValueError)):
+            parse_params(bad)
+
+
+def test_struct_parameter_by_value(module):
+    # store_mixed's first two parameters as raw bytes: a 1-byte and an 8-byte "struct"
+    k = module.get_kernel("store_mixed", [(1, 1), (8, 8), "H", "i", "p"])
+    out = cuabi.DeviceBuffer(32)
+    cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, b"\x05", struct.pack("d", 1.0), 1, 2, out)
+    cuabi.Stream.legacy().sync()
+    assert struct.unpack("4Q", out.to_bytes())[:3] == (5, struct.unpack("Q", struct.pack("d", 1.0))[0], 1)
+
+
+def test_module_sources_and_errors(ctx, tmp_path):
+    p = tmp_path / "k.ptx"
+    p.write_text(PTX)
+    m = cuabi.Module.from_file(p)
+    assert m.get_kernel("empty")
+    with pytest.raises(CUDAError) as ei:
+        m.get_kernel("no_such_kernel")
+    assert ei.value.name == "CUDA_ERROR_NOT_FOUND"
+    with pytest.raises(TypeError):
+        m.get_kernel("")
+    m.close()
+    with pytest.raises(CUDAError):
+        cuabi.Module.from_ptx(".version 7.0\n.target sm_75\n.address_size 64\n this is not ptx")
+    with pytest.raises(TypeError):
+        cuabi.Module.from_cubin("text is not a cubin")
+    with pytest.raises(ValueError):
+        cuabi.Module(b"")
+    with pytest.raises(TypeError):
+        cuabi.Module(42)
+
+
+def test_get_global(ctx):
+    src = PTX + "\n.visible .global .align 4 .u32 counter[4];\n"
+    try:
+        m = cuabi.Module.from_ptx(src)
+    except CUDAError:
+        pytest.skip("driver does not accept module globals in this form")
+    ptr, size = m.get_global("counter")
+    assert ptr and size == 16
+    m.close()
+
+
+def test_unloaded_module_closes_kernels(ctx):
+    m = cuabi.Module.from_ptx(PTX)
+    k = m.get_kernel("empty", "")
+    cuabi.launch(None, cuabi.LaunchConfig(1, 1), k)
+    m.close()
+    assert k.closed
+    with pytest.raises(ClosedError):
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k)
+    with pytest.raises(ClosedError):
+        k.handle  # noqa: B018
+
+
+def test_kernel_attributes(module):
+    k = module.get_kernel("saxpy", "fppi")
+    assert k.max_threads_per_block > 0
+    assert k.num_regs >= 0
+    assert k.attribute(0) == k.max_threads_per_block
+    with pytest.raises(ValueError):
+        k.attribute("no_such_attribute")
+
+
+def test_library_api(ctx):
+    needs("cuLibraryLoadData")
+    lib = cuabi.Library(PTX)
+    k = lib.get_kernel("saxpy", "fppi")
+    _saxpy_check(k, cuabi.launch, n=100)
+    with pytest.raises(CUDAError):
+        lib.get_kernel("missing")
+    lib.close()
+    assert k.closed
+
+
+def test_concurrent_launches_from_threads(module, fake):
+    import threading
+
+    k = module.get_kernel("empty", "")
+    cfg = cuabi.LaunchConfig(1, 1)
+    before = fake.launch_count()
+    ctxh = module._ctx.handle
+    errs = []
+
+    def work():
+        try:
+            cuabi.driver.cuCtxSetCurrent(ctxh)
+            for _ in range(500):
+                cuabi.launch(None, cfg, k)
+        except Exception as e:  # pragma: no cover
+            errs.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errs == [] and fake.launch_count() - before == 2000

@@ -1,0 +1,128 @@
+"""NVRTC: Program/ObjectCode, loaded lazily; SAXPY compiled from CUDA C++ and run."""
+
+import os
+import struct
+
+import pytest
+
+import cuabi
+from cuabi import _program
+from cuabi.errors import NVRTCError
+
+SAXPY = r'''
+extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+'''
+TEMPLATE = "template <typename T> __global__ void scale(T *p, T s) { p[threadIdx.x] *= s; }"
+
+
+def _have_nvrtc():
+    try:
+        _program.nvrtc_version()
+        return True
+    except NVRTCError:
+        return False
+
+
+needs_nvrtc = pytest.mark.skipif(not _have_nvrtc(), reason="NVRTC not installed here")
+
+
+@needs_nvrtc
+def test_version_and_path():
+    major, minor = cuabi.nvrtc_version()
+    assert major >= 11
+    assert "nvrtc" in cuabi.nvrtc_path()
+    assert all(isinstance(a, int) for a in _program.supported_archs())
+
+
+@needs_nvrtc
+def test_compile_ptx_and_run_saxpy(ctx):
+    obj = cuabi.Program(SAXPY, name="saxpy.cu").compile(["-default-device"], arch="sm_75")
+    assert obj.kind == "ptx" and b".entry saxpy" in obj.code
+    assert "ObjectCode ptx" in repr(obj)
+    n = 500
+    mod = obj.load()
+    k = mod.get_kernel("saxpy", "fppi")
+    x = cuabi.DeviceBuffer(4 * n)
+    y = cuabi.DeviceBuffer(4 * n)
+    x.copy_from(struct.pack("%df" % n, *range(n)))
+    y.fill(0, width=4)
+    cuabi.launch(None, cuabi.LaunchConfig((n + 255) // 256, 256), k, 3.0, x, y, n)
+    cuabi.Stream.legacy().sync()
+    assert struct.unpack("%df" % n, y.to_bytes()) == tuple(3.0 * i for i in range(n))
+
+
+@needs_nvrtc
+def test_name_expressions():
+    obj = cuabi.Program(TEMPLATE).compile(arch="sm_75", name_expressions=["scale<float>", "scale<int>"])
+    assert obj.name_map["scale<float>"] == "_Z5scaleIfEvPT_S0_"
+    assert obj.name_map["scale<int>"].startswith("_Z5scaleIiE")
+
+
+@needs_nvrtc
+def test_compile_cubin_and_ltoir():
+    obj = cuabi.Program(SAXPY).compile(target="cubin", arch="sm_80")
+    assert obj.kind == "cubin" and obj.code[:4] == b"\x7fELF"
+    lto = cuabi.Program(SAXPY).compile(target="ltoir", arch="sm_80")
+    assert lto.kind == "ltoir" and lto.code
+    with pytest.raises(ValueError):
+        lto.load()
+
+
+@needs_nvrtc
+def test_compile_error_carries_log():
+    with pytest.raises(NVRTCError) as ei:
+        cuabi.Program("__global__ void k() { this is not C++; }", name="broken.cu").compile(arch="sm_75")
+    assert ei.value.code is not None
+    assert "broken.cu" in ei.value.log and "error" in ei.value.log
+
+
+@needs_nvrtc
+def test_headers_and_options():
+    src = '#include "val.h"\nextern "C" __global__ void k(int *p) { *p = VAL; }'
+    obj = cuabi.Program(src, headers={"val.h": "#define VAL 42\n"}).compile(["-lineinfo"], arch="sm_75")
+    assert b"42" in obj.code
+
+
+def test_argument_checks():
+    with pytest.raises(TypeError):
+        cuabi.Program(123)
+    with pytest.raises(TypeError):
+        cuabi.Program("x", name=5)
+    with pytest.raises(TypeError):
+        cuabi.Program("x", headers={"a.h": 1})
+    p = cuabi.Program(b"extern \"C\" __global__ void k() {}")
+    with pytest.raises(ValueError):
+        p.compile(target="sass")
+    with pytest.raises(TypeError):
+        p.compile("-lineinfo")
+    with pytest.raises(TypeError):
+        p.compile([1])
+    with pytest.raises(ValueError):
+        p.compile(arch="ampere")
+
+
+def test_nvrtc_not_found_lists_candidates(monkeypatch):
+    monkeypatch.setattr(_program, "_nvrtc", None)
+    monkeypatch.setattr(_program, "_candidates", lambda: [
+        ("CUABI_LIBNVRTC", "relative.so"),
+        ("system loader", "libnvrtc-does-not-exist.so.99"),
+        ("toolkit", "/nonexistent/lib64/libnvrtc.so.13")])
+    with pytest.raises(NVRTCError) as ei:
+        cuabi.Program("").compile(arch="sm_75")
+    msg = str(ei.value)
+    assert "relative.so" in msg and "must be an absolute path" in msg
+    assert "libnvrtc-does-not-exist.so.99" in msg and "/nonexistent/lib64/libnvrtc.so.13" in msg
+    assert ei.value.code is None
+
+
+def test_candidates_include_env_and_toolkit(monkeypatch):
+    monkeypatch.setenv("CUABI_LIBNVRTC", "/opt/x/libnvrtc.so.13")
+    monkeypatch.setenv("CUDA_HOME", "/opt/cuda-test")
+    c = _program._candidates()
+    assert c[0] == ("CUABI_LIBNVRTC", "/opt/x/libnvrtc.so.13")
+    assert ("cuda.pathfinder", None) in c
+    assert ("toolkit", os.path.join("/opt/cuda-test", "lib64", "libnvrtc.so.13")) in c
