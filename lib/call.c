@@ -131,13 +131,16 @@ static CUresult invoke(ffi_cif *cif, void *fn, void *const *args)
 CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,
                                          const char *signature, void *const *args)
 {
-    if (name == NULL || signature == NULL || cuda_version < 0)
+    if (name == NULL || signature == NULL)
         return CUDA_ERROR_INVALID_VALUE;
 
+    /* A malformed signature is reported as such whatever else is wrong. */
     ffi_type *types[CUABI_CALL_MAX_PARAMS];
     int nargs = parse_signature(signature, types);
     if (nargs < 0)
         return CUABI_ERROR_BAD_SIGNATURE;
+    if (cuda_version < 0)
+        return CUDA_ERROR_INVALID_VALUE;
     if (nargs > 0 && args == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     for (int k = 0; k < nargs; k++)
