@@ -71,12 +71,20 @@ def targets(results):
     """Rows of (target, measured, ratio, verdict)."""
     rows = []
 
-    def verdict(ok, missing_why):
+    fake = results.get("mode") == "fake"
+
+    def verdict(ok, missing_why, fake_anyway=False):
         if ok is None:
             return "not measured" + (f" ({missing_why})" if missing_why else "")
-        return "**met**" if ok else "**not met**"
+        return ("**met**" if ok else "**not met**") + (
+            " (fake driver)" if fake and not fake_anyway else "")
 
-    why_gpu = None if results.get("mode") == "gpu" else "no GPU in this run"
+    def missing(op, *contenders):
+        """Why a comparison on op has no number."""
+        if results.get("mode") == "no-gpu":
+            return "no GPU in this run"
+        absent = [label(results, c) for c in contenders if median(results, op, c) is None]
+        return ", ".join(absent) + " not measured" if absent else None
 
     for name in PY_CUABI:
         imp = startup_median(results, name, "import_ns")
@@ -91,7 +99,8 @@ def targets(results):
         rows.append((f"cuCtxGetCurrent through cuabi.driver ≤ {bound:g}× cuda.bindings, "
                      f"{label(results, name)}",
                      f"{fmt_time(mine)} vs {fmt_time(bindings)}", fmt_ratio(r),
-                     verdict(None if r is None else r <= bound, why_gpu)))
+                     verdict(None if r is None else r <= bound,
+                             missing("ctx_get_current", name, "cuda_bindings"))))
 
     for op in ("launch_3", "launch_16"):
         floor = median(results, op, ops.FLOOR)
@@ -102,7 +111,8 @@ def targets(results):
                          f"{label(results, name)}",
                          f"{fmt_time(mine)} vs {fmt_time(floor)} ({fmt_delta(delta)})",
                          fmt_ratio(ratio(mine, floor)) + " of the floor" if delta is not None else "–",
-                         verdict(None if delta is None else delta <= 300, why_gpu)))
+                         verdict(None if delta is None else delta <= 300,
+                                 missing(op, name, ops.FLOOR))))
 
     direct = median(results, "ctx_get_current", "c_direct")
     forwarded = median(results, "ctx_get_current", "c_cuabi")
@@ -111,7 +121,8 @@ def targets(results):
                  "separate processes (the tables below)",
                  f"{fmt_time(forwarded)} vs {fmt_time(direct)} ({fmt_delta(delta)})",
                  fmt_ratio(ratio(forwarded, direct)),
-                 verdict(None if delta is None else delta <= 2, why_gpu)))
+                 verdict(None if delta is None else delta <= 2,
+                         missing("ctx_get_current", "c_cuabi", "c_direct"))))
 
     fc = results.get("forwarded_call", {})
     timed = fc.get("timed", {})
@@ -131,7 +142,7 @@ def targets(results):
                  f"+{count:g} ({cg.get('forwarded_instructions', 0):g} vs "
                  f"{cg.get('direct_instructions', 0):g} per call)",
                  "–" if count is None else fmt_ratio(count / 10) + " of the bound",
-                 verdict(None if count is None else count <= 10, cg.get("skipped"))))
+                 verdict(None if count is None else count <= 10, cg.get("skipped"), True)))
 
     first_direct = startup_median(results, "c_direct", "first_call_ns")
     first_cuabi = startup_median(results, "c_cuabi", "first_call_ns")
@@ -302,6 +313,8 @@ CHART_PANELS = [
     ("Trivial calls and launches (per call, log scale)", "time",
      ["ctx_get_current", "device_get_attribute", "event_query", "stream_query",
       "event_create_destroy", "launch_0", "launch_3", "launch_16"]),
+    ("Launch cost over the C floor (ns; dashed: cuabi's 0.3 µs bound)", "delta",
+     ["launch_0", "launch_3", "launch_16"]),
     ("Graphs, small copies, allocation (log scale)", "time",
      ["graph_instantiate", "graph_launch", "h2d_4k_pinned", "d2h_4k_pinned",
       "h2d_4k_pageable", "d2h_4k_pageable", "alloc_free_1m"]),
@@ -342,7 +355,8 @@ def chart(results, path):
     axes = [a[0] for a in axes]
     used = set()
     for ax, (title, kind, op_names) in zip(axes, panels):
-        present = [c for c in names if any(median(results, o, c) for o in op_names)]
+        present = [c for c in names if any(median(results, o, c) for o in op_names)
+                   and not (kind == "delta" and c == ops.FLOOR)]
         width = 0.8 / max(len(present), 1)
         for i, c in enumerate(present):
             xs, ys, lo, hi = [], [], [], []
@@ -353,6 +367,11 @@ def chart(results, path):
                 nbytes = ops.OPERATION[o].nbytes
                 if kind == "bandwidth":
                     y, y_lo, y_hi = (nbytes / e["median"], nbytes / e["p75"], nbytes / e["p25"])
+                elif kind == "delta":
+                    floor = median(results, o, ops.FLOOR)
+                    if floor is None or c == ops.FLOOR:
+                        continue
+                    y, y_lo, y_hi = e["median"] - floor, e["p25"] - floor, e["p75"] - floor
                 else:
                     y, y_lo, y_hi = e["median"] / 1e3, e["p25"] / 1e3, e["p75"] / 1e3
                 xs.append(j + (i - (len(present) - 1) / 2) * width)
@@ -368,6 +387,9 @@ def chart(results, path):
         if kind == "time":
             ax.set_yscale("log")
             ax.set_ylabel("µs")
+        elif kind == "delta":
+            ax.set_ylabel("ns over the floor")
+            ax.axhline(300, color="#d62728", linestyle="--", linewidth=0.8)
         else:
             ax.set_ylabel("GB/s")
         ax.grid(axis="y", alpha=0.3)

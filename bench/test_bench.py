@@ -1,0 +1,206 @@
+"""Tests of bench/ that need no GPU: the report from synthetic results, the
+statistics, the worker's timing protocol, and the C contender's build and
+its answer when there is no driver.
+
+    python3 -m pytest bench/test_bench.py
+"""
+
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+
+import ops  # noqa: E402
+import report  # noqa: E402
+import runner  # noqa: E402
+import worker  # noqa: E402
+from common import Op  # noqa: E402
+
+
+def entry(median, how="call()"):
+    """A steady-state result whose rounds spread ±10% around median."""
+    samples = [median * f for f in (0.9, 0.95, 1.0, 1.0, 1.05, 1.1)]
+    return dict(runner.summarize(samples), samples=samples, how=how, n=1000, errors=0)
+
+
+def startup_entry(import_ms, first_ms=None):
+    e = {"samples": [{}], "import_ns": runner.summarize([import_ms * 1e6] * 3),
+         "rss_start_kb": runner.summarize([14000]), "rss_import_kb": runner.summarize([16000])}
+    if first_ms is not None:
+        e["first_call_ns"] = runner.summarize([first_ms * 1e6] * 3)
+        e["use_ns"] = runner.summarize([first_ms * 2e6] * 3)
+        e["rss_use_kb"] = runner.summarize([300000])
+    return e
+
+
+def synthetic_results():
+    """Plausible GPU results: C 8 ns, bindings 126 ns, cuabi faster; one
+    target missed on purpose (ctypes launch +0.5 us)."""
+    per_call = {"c_direct": 8, "c_cuabi": 9, "cuabi_cffi": 110, "cuabi_ctypes": 290,
+                "cuda_bindings": 126, "cupy": 400, "ctypes": 318}
+    launch = {"c_direct": 2000, "c_cuabi": 2001, "cuabi_cffi": 2250, "cuabi_ctypes": 2500,
+              "cuda_bindings": 2700, "cuda_core": 2800, "cupy": 3700, "ctypes": 3900}
+    results = {"schema": 1, "created": "2026-12-02 18:00 UTC", "mode": "gpu", "wall_s": 301.0,
+               "machine": {"gpu": "NVIDIA H200", "driver_version": 13000, "cpu": "x", "cpus": 16,
+                           "python": "3.12.3", "platform": "Linux", "cuabi_commit": "abc1234"},
+               "settings": {"rounds": 6, "startup_rounds": 3, "seed": 1, "quick": False},
+               "contenders": {c.name: {"label": c.label, "kind": c.kind, "anchor": c.anchor}
+                              for c in ops.CONTENDERS},
+               "startup": {"cuabi_cffi": startup_entry(9.5, 120), "cuabi_ctypes": startup_entry(7.0, 118),
+                           "cuda_bindings": startup_entry(29, 140), "cuda_core": startup_entry(508, 700),
+                           "c_direct": startup_entry(0.1, 100), "c_cuabi": startup_entry(0.1, 101)},
+               "ops": {}, "skipped": [{"what": "PyTorch", "why": "import failed: no torch"}],
+               "forwarded_call": {"callgrind": {"overhead_instructions": 6,
+                                                "forwarded_instructions": 146,
+                                                "direct_instructions": 140},
+                                  "timed": {"overhead_ns": 0.4, "forwarded_ns": 8.4, "direct_ns": 8.0}}}
+    for op in ops.OPERATIONS:
+        table = launch if op.group == "launch" else per_call
+        if op.nbytes >= ops.BIG:
+            table = {c: 5e6 for c in per_call}
+        results["ops"][op.name] = {c: entry(v) for c, v in table.items()}
+        results["ops"][op.name]["torch"] = {"skipped": "not offered by this library"}
+    return results
+
+
+def verdicts(results):
+    return {row[0]: row[3] for row in report.targets(results)}
+
+
+def test_summarize_gives_median_quartiles_and_range():
+    s = runner.summarize([4, 1, 3, 2, 5])
+    assert (s["median"], s["p25"], s["p75"], s["min"], s["max"], s["rounds"]) == (3, 2, 4, 1, 5, 5)
+    assert runner.summarize([2, 4])["median"] == 3
+
+
+def test_targets_are_judged_from_the_numbers():
+    v = verdicts(synthetic_results())
+    assert v["`import cuabi` ≤ 15 ms, cuabi (cffi)"] == "**met**"
+    assert v["cuCtxGetCurrent through cuabi.driver ≤ 1× cuda.bindings, cuabi (cffi)"] == "**met**"
+    assert v["cuCtxGetCurrent through cuabi.driver ≤ 2.5× cuda.bindings, cuabi (ctypes)"] == "**met**"
+    launch3 = "empty kernel launch, 3 arguments via Kernel/launch ≤ C floor + 0.3 µs, "
+    assert v[launch3 + "cuabi (cffi)"] == "**met**"          # +250 ns
+    assert v[launch3 + "cuabi (ctypes)"] == "**not met**"    # +500 ns
+    assert v["forwarded C call ≤ 10 instructions over direct (callgrind, fake driver)"] == "**met**"
+
+
+def test_a_missing_anchor_is_named_not_guessed():
+    results = synthetic_results()
+    del results["ops"]["ctx_get_current"]["cuda_bindings"]
+    v = verdicts(results)
+    assert v["cuCtxGetCurrent through cuabi.driver ≤ 1× cuda.bindings, cuabi (cffi)"] == \
+        "not measured (cuda.bindings not measured)"
+
+
+def test_no_gpu_report_says_so_and_keeps_import_times():
+    results = synthetic_results()
+    results.update(mode="no-gpu", ops={})
+    results["machine"].pop("gpu")
+    md = report.markdown(results, chart=False)
+    assert "**No GPU**" in md and "## Start-up" in md and "## Steady state" not in md
+    assert verdicts(results)["cuCtxGetCurrent through cuabi.driver ≤ 1× cuda.bindings, "
+                             "cuabi (cffi)"] == "not measured (no GPU in this run)"
+
+
+def test_markdown_has_every_section_and_the_skips():
+    md = report.markdown(synthetic_results(), chart=True)
+    for heading in ("# Benchmarks", "## Method", "## This run", "## Targets",
+                    "## cuabi against the others", "## Start-up", "## Steady state",
+                    "## Skipped", "![benchmark chart](benchmarks.png)"):
+        assert heading in md
+    assert "PyTorch: not offered by this library" in md
+    assert "GB/s" in md
+
+
+def test_from_json_writes_the_report(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(synthetic_results()))
+    out = tmp_path / "out"
+    subprocess.run([os.path.join(BENCH, "run"), str(out), "--from-json", str(path)],
+                   check=True, capture_output=True, env=dict(os.environ, PYTHON=sys.executable))
+    md = (out / "benchmarks.md").read_text()
+    assert "NVIDIA H200" in md
+    if importlib.util.find_spec("matplotlib") is None:
+        assert not (out / "benchmarks.png").exists()
+    else:
+        assert (out / "benchmarks.png").stat().st_size > 10000
+
+
+class CountingBench:
+    """A stand-in contender: counts calls and synchronisations."""
+    NO_EQUIVALENT = {"stream_query": "no such thing here"}
+
+    def __init__(self):
+        self.calls = 0
+        self.syncs = 0
+
+    def sync(self):
+        self.syncs += 1
+
+    def check(self, result):
+        if result != "fine":
+            raise RuntimeError("bad result")
+
+    def count(self):
+        self.calls += 1
+        return "fine"
+
+    def op_ctx_get_current(self):
+        return Op(self.count, (), "count()")
+
+    def op_event_query(self):
+        raise RuntimeError("the library lacks it")
+
+    def op_launch_0(self):
+        return Op(lambda: "wrong", (), "returns a failure")
+
+
+def test_worker_builds_checks_and_skips_each_op_on_its_own():
+    bench = CountingBench()
+    offered, skipped = worker.build_ops(bench)
+    assert set(offered) == {"ctx_get_current", "python_loop"}
+    assert skipped["stream_query"] == "no such thing here"
+    assert skipped["event_query"] == "failed: RuntimeError: the library lacks it"
+    assert skipped["launch_0"].startswith("failed: RuntimeError: bad result")
+    assert skipped["d2d_256m"] == "not offered by this library"
+
+
+def test_worker_run_times_n_calls_in_chunks_with_warm_up():
+    bench = CountingBench()
+    spec = Op(bench.count)
+    total = worker.run(spec, bench.sync, n=1000, warm=7, chunk=256, timed_sync=0)
+    assert bench.calls == 1007 and total > 0
+    assert bench.syncs == 2 + 4  # before/after warm-up, then after each of 4 chunks
+
+
+def test_worker_protocol_round_trip(monkeypatch):
+    bench = CountingBench()
+    offered, _ = worker.build_ops(bench)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("run ctx_get_current 50 5 0 1\nrun nope 1 1 0 1\nquit\n"))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    worker.serve(bench, offered)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("ok ") and int(lines[0].split()[1]) > 0
+    assert lines[1].startswith("err ")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_c_contender_builds_cleanly_and_reports_a_missing_driver(tmp_path):
+    binary = tmp_path / "bench_c_direct"
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-DBENCH_DIRECT",
+                    "-I", os.path.join(REPO, "include"), os.path.join(BENCH, "c", "bench_driver.c"),
+                    "-o", str(binary), "-ldl"], check=True)
+    env = dict(os.environ, CUABI_LIBCUDA=str(tmp_path / "no-such-libcuda.so.1"))
+    proc = subprocess.run([str(binary), "probe"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert "no-such-libcuda.so.1" in json.loads(proc.stdout)["error"]
