@@ -1,0 +1,184 @@
+/* Internal declarations shared by the fake driver's source files. */
+#ifndef FAKE_INTERNAL_H
+#define FAKE_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuabi/driver_types.h>
+
+#include "fakecuda.h"
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+#define FAKE_MAX_DEVICES 8
+
+/* ---- settings (driver.c) ---- */
+struct fake_settings {
+    int record_mode;
+    int driver_version;
+    int device_count;
+    int init_result;       /* CUDA_SUCCESS unless FAKECUDA_INIT_RESULT says otherwise */
+    size_t total_mem;
+};
+const struct fake_settings *fake_settings(void);
+
+/* One lock guards all of the fake's shared state: the fake favours being
+ * obviously right over being fast. It is recursive so that helpers may be
+ * called with it held. */
+void fake_lock(void);
+void fake_unlock(void);
+
+int fake_is_initialized(void);
+
+/* ---- the handle registry (objects.c) ---- */
+enum fake_kind {
+    FAKE_CONTEXT = 1,
+    FAKE_STREAM,
+    FAKE_EVENT,
+    FAKE_MODULE,
+    FAKE_FUNCTION,
+    FAKE_GRAPH,
+    FAKE_GRAPH_EXEC,
+    FAKE_GRAPH_NODE,
+    FAKE_POOL,
+    FAKE_KIND_COUNT
+};
+
+struct fake_context;
+
+struct fake_object {
+    uint32_t magic;
+    enum fake_kind kind;
+    struct fake_context *owner; /* context whose destruction takes this object along */
+    int counted;                /* counts in fakecuda_live_objects() */
+    void (*destroy)(struct fake_object *self); /* releases what the object owns */
+    struct fake_object *prev, *next;
+};
+
+/* Allocates a zeroed object of `size` bytes (a struct starting with fake_object). */
+void *fake_object_new(enum fake_kind kind, size_t size, struct fake_context *owner, int counted);
+/* Unregisters, runs destroy, frees. Caller holds the lock. */
+void fake_object_delete(void *object);
+/* Whether p is a live object of that kind. Caller holds the lock. */
+int fake_object_valid(const void *p, enum fake_kind kind);
+/* Deletes every object owned by ctx (not ctx itself). Caller holds the lock. */
+void fake_object_delete_owned_by(struct fake_context *ctx);
+uint64_t fake_object_count(enum fake_kind kind);
+
+/* ---- devices and contexts (context.c) ---- */
+struct fake_context {
+    struct fake_object obj;
+    CUdevice device;
+    unsigned flags;
+    int primary;
+    unsigned long long id;
+};
+
+/* The calling thread's current context, NULL if none (not validated). */
+struct fake_context *fake_current_context_raw(void);
+/* NOT_INITIALIZED / INVALID_CONTEXT / CONTEXT_IS_DESTROYED, or success with *out set.
+ * Caller holds the lock. */
+CUresult fake_require_context(struct fake_context **out);
+CUresult fake_check_device(CUdevice dev);
+
+/* ---- memory (memory.c) ---- */
+enum fake_memory_kind { FAKE_MEM_DEVICE = 1, FAKE_MEM_HOST, FAKE_MEM_MANAGED, FAKE_MEM_POOL };
+struct fake_pool;
+struct fake_allocation {
+    void *base;
+    size_t size;
+    enum fake_memory_kind kind;
+    struct fake_context *ctx;
+    struct fake_pool *pool;
+    CUdevice device;
+    unsigned long long id;
+    struct fake_allocation *next;
+};
+/* The allocation containing [p, p+n), or NULL. Caller holds the lock. */
+struct fake_allocation *fake_find_allocation(uintptr_t p, size_t n);
+/* Frees every allocation of ctx. Caller holds the lock. */
+void fake_free_allocations_of(struct fake_context *ctx);
+/* Device memory for globals of modules: counted like cuMemAlloc memory. */
+CUresult fake_alloc_device(struct fake_context *ctx, CUdevice dev, size_t size, void **out);
+void fake_free_device(void *p);
+
+/* ---- streams, events, graphs (stream.c) ---- */
+struct fake_stream;
+struct fake_kernel;
+
+/* Resolves a CUstream argument: the legacy/per-thread default streams give NULL.
+ * Caller holds the lock. */
+CUresult fake_check_stream(CUstream s, struct fake_stream **out);
+/* Whether work issued to s is captured rather than run. */
+int fake_stream_capturing(const struct fake_stream *s);
+
+/* Operations that can be captured into a graph. */
+enum fake_op_kind { FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD };
+struct fake_launch {
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned shared_mem;
+};
+struct fake_op {
+    enum fake_op_kind kind;
+    union {
+        struct {
+            const struct fake_kernel *kernel;
+            struct fake_launch launch;
+            unsigned char *params; /* packed parameter buffer, owned */
+            size_t params_size;
+        } kernel;
+        struct { void *dst; const void *src; size_t bytes; } memcpy;
+        struct { void *dst; unsigned value; unsigned element_size; size_t count; } memset;
+        struct { CUhostFn fn; void *user_data; } host;
+        struct { CUevent event; } event;
+    } u;
+};
+/* Runs op now, or appends it to the graph s is capturing. Takes ownership of
+ * op->u.kernel.params. Caller holds the lock. */
+CUresult fake_submit(struct fake_stream *s, struct fake_op *op);
+/* Executes an operation (used by fake_submit and by graph replay). Caller holds the lock. */
+CUresult fake_run_op(const struct fake_op *op);
+void fake_event_stamp(CUevent event);
+
+/* ---- modules and kernels (module.c, kernels.c) ---- */
+#define FAKE_KERNEL_MAX_PARAMS 8
+struct fake_kernel {
+    const char *name;
+    unsigned nparams;
+    unsigned param_size[FAKE_KERNEL_MAX_PARAMS];
+    unsigned param_align[FAKE_KERNEL_MAX_PARAMS];
+    const char *declaration; /* C-like prototype, for messages and README */
+    CUresult (*run)(const struct fake_launch *launch, void *const *args);
+};
+const struct fake_kernel *fake_find_kernel(const char *name, size_t len);
+/* The kernel names, space separated, for messages. */
+size_t fake_kernel_names(char *buffer, size_t size);
+/* Offset of each parameter in the packed buffer and the buffer's size. */
+size_t fake_kernel_layout(const struct fake_kernel *k, size_t offsets[FAKE_KERNEL_MAX_PARAMS]);
+void fake_count_launch(void);
+
+/* ---- resolution (driver.c, record.c) ---- */
+struct fake_impl {
+    const char *name;
+    int version;
+    int per_thread; /* the per-thread default stream variant */
+    void *fn;
+};
+/* Each source file contributes its implementations through these tables. */
+extern const struct fake_impl fake_impls_context[];
+extern const struct fake_impl fake_impls_memory[];
+extern const struct fake_impl fake_impls_stream[];
+extern const struct fake_impl fake_impls_module[];
+extern const struct fake_impl fake_impls_driver[];
+
+/* Record mode: a closure for symbol (NULL with *status set when there is none). */
+CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,
+                             void **pfn, CUdriverProcAddressQueryResult *status);
+
+#define FAKE_IMPL(name, version, fn) { name, version, 0, (void *)(fn) }
+#define FAKE_IMPL_PT(name, version, fn) { name, version, 1, (void *)(fn) }
+#define FAKE_IMPL_END { NULL, 0, 0, NULL }
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * fakecuda.h - the test-facing interface of libfakecuda.so, the fake CUDA driver
+ * that cuabi's tests load through CUABI_LIBCUDA.
+ *
+ * The fake exports what a driver exports (cuGetProcAddress_v2, cuInit,
+ * cuDriverGetVersion, cuGetErrorName, cuGetErrorString) plus the fakecuda_*
+ * functions declared here, which tests look up with dlsym() on the fake's handle
+ * (see tests/support.h) so that no test links the fake directly.
+ *
+ * Behaviour is chosen by environment variables read once, on first use:
+ *   FAKECUDA_MODE=functional|record   (default functional; see README.md)
+ *   FAKECUDA_DRIVER_VERSION=NNNNN     (default 13000)
+ *   FAKECUDA_DEVICE_COUNT=N           (default 1, at most 8; 0 makes cuInit fail
+ *                                      with CUDA_ERROR_NO_DEVICE)
+ *   FAKECUDA_INIT_RESULT=N            (make cuInit return this CUresult)
+ *   FAKECUDA_TOTAL_MEM=BYTES          (device memory per device, default 8 GiB)
+ */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FAKECUDA_MAX_ARGS 32
+#define FAKECUDA_NAME_MAX 96
+#define FAKECUDA_MAX_STRUCT 128
+
+/* One call of a recording closure (FAKECUDA_MODE=record). */
+struct fakecuda_call {
+    char name[FAKECUDA_NAME_MAX];   /* driver name the closure was handed out for */
+    int requested_version;          /* cudaVersion passed to cuGetProcAddress_v2 */
+    unsigned long long requested_flags; /* flags passed to cuGetProcAddress_v2 */
+    int impl_version;               /* version of the variant the fake chose */
+    int per_thread;                 /* 1 when the per-thread variant was chosen */
+    unsigned nargs;                 /* number of arguments the closure received */
+    char signature[256];            /* the signature it was built with */
+    uint64_t args[FAKECUDA_MAX_ARGS];  /* raw argument bits: integers zero-extended
+                                        from their width, floats as their IEEE bits;
+                                        for a struct passed by value, its size */
+    /* the bytes of each struct passed by value (members at their C offsets) */
+    unsigned char struct_bytes[FAKECUDA_MAX_ARGS][FAKECUDA_MAX_STRUCT];
+};
+
+/* What cuGetProcAddress_v2 last answered for one symbol name. */
+struct fakecuda_request {
+    unsigned count;                 /* how many times the name was asked for */
+    int version;                    /* last cudaVersion asked */
+    unsigned long long flags;       /* last flags asked */
+    int result;                     /* last CUresult returned */
+    int status;                     /* last CUdriverProcAddressQueryResult written */
+};
+
+typedef int (*fakecuda_is_record_mode_fn)(void);
+typedef uint64_t (*fakecuda_live_allocations_fn)(void);
+typedef uint64_t (*fakecuda_live_objects_fn)(const char *kind);
+typedef uint64_t (*fakecuda_launch_count_fn)(void);
+typedef void (*fakecuda_record_set_result_fn)(int result);
+typedef uint64_t (*fakecuda_record_count_fn)(void);
+typedef int (*fakecuda_record_last_fn)(struct fakecuda_call *out);
+typedef int (*fakecuda_request_info_fn)(const char *name, struct fakecuda_request *out);
+typedef uint64_t (*fakecuda_request_total_fn)(void);
+typedef int (*fakecuda_impl_version_fn)(const char *name, unsigned long long flags, int version);
+
+/* 1 in record mode, 0 in functional mode. */
+int fakecuda_is_record_mode(void);
+/* Memory allocations (device, host, managed, pool) not yet freed. */
+uint64_t fakecuda_live_allocations(void);
+/* Live objects of one kind: "contexts", "streams", "events", "modules",
+ * "graphs", "graph_execs", "pools" (user-created only); (uint64_t)-1 for an unknown kind. */
+uint64_t fakecuda_live_objects(const char *kind);
+/* Kernel launches executed so far (graph replays included). */
+uint64_t fakecuda_launch_count(void);
+/* Record mode: the CUresult every recording closure returns from now on. */
+void fakecuda_record_set_result(int result);
+/* Record mode: calls recorded so far. */
+uint64_t fakecuda_record_count(void);
+/* Record mode: copy of the last recorded call; 0 when there is none. */
+int fakecuda_record_last(struct fakecuda_call *out);
+/* What cuGetProcAddress_v2 answered for name; 0 when it was never asked. */
+int fakecuda_request_info(const char *name, struct fakecuda_request *out);
+/* Total cuGetProcAddress_v2 calls so far. */
+uint64_t fakecuda_request_total(void);
+/* Functional mode: the version of the variant of name that a request with
+ * (flags, version) would get, 0 when none would, -1 when the fake does not
+ * implement name at all. */
+int fakecuda_impl_version(const char *name, unsigned long long flags, int version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

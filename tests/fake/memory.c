@@ -1,0 +1,833 @@
+/*
+ * Host-backed memory: a device pointer is the address of host memory the fake
+ * allocated, so tests can look at it directly. Every allocation is registered;
+ * copies and memsets check that the device side lies inside one allocation,
+ * as a real driver rejects a bad device pointer, and memory pools keep the
+ * counters their attributes report.
+ */
+#include "fake_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_ALLOC_ALIGN 256
+#define FAKE_PITCH_ALIGN 512
+/* New memory is filled with this byte: like a real driver's, it is not zeroed,
+ * and a fixed pattern keeps runs repeatable. */
+#define FAKE_FRESH_BYTE 0xA5
+
+struct fake_pool {
+    struct fake_object obj;
+    CUdevice device;
+    int is_default;
+    cuuint64_t release_threshold;
+    cuuint64_t used, used_high;
+    cuuint64_t retained;      /* freed bytes the pool keeps for reuse */
+    cuuint64_t reserved_high;
+    int reuse[3];             /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+};
+
+static struct fake_allocation *allocations;
+static uint64_t live_allocations;
+static unsigned long long next_allocation_id = 1;
+static size_t device_used[FAKE_MAX_DEVICES];
+static struct fake_pool *default_pools[FAKE_MAX_DEVICES];
+static struct fake_pool *current_pools[FAKE_MAX_DEVICES];
+
+/* ------------------------------------------------------------- allocations */
+
+static int counts_against_device(enum fake_memory_kind kind)
+{
+    return kind != FAKE_MEM_HOST;
+}
+
+/* Caller holds the lock. */
+static CUresult allocation_new(enum fake_memory_kind kind, size_t size, struct fake_context *ctx,
+                               CUdevice dev, struct fake_pool *pool, struct fake_allocation **out)
+{
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (size > SIZE_MAX - FAKE_ALLOC_ALIGN)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t rounded = (size + FAKE_ALLOC_ALIGN - 1) / FAKE_ALLOC_ALIGN * FAKE_ALLOC_ALIGN;
+    if (counts_against_device(kind) && rounded > fake_settings()->total_mem - device_used[dev])
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct fake_allocation *a = calloc(1, sizeof *a);
+    void *base = aligned_alloc(FAKE_ALLOC_ALIGN, rounded);
+    if (a == NULL || base == NULL) {
+        free(a);
+        free(base);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memset(base, FAKE_FRESH_BYTE, rounded);
+    a->base = base;
+    a->size = size;
+    a->kind = kind;
+    a->ctx = ctx;
+    a->pool = pool;
+    a->device = dev;
+    a->id = next_allocation_id++;
+    a->next = allocations;
+    allocations = a;
+    live_allocations++;
+    if (counts_against_device(kind))
+        device_used[dev] += rounded;
+    *out = a;
+    return CUDA_SUCCESS;
+}
+
+static size_t rounded_size(const struct fake_allocation *a)
+{
+    return (a->size + FAKE_ALLOC_ALIGN - 1) / FAKE_ALLOC_ALIGN * FAKE_ALLOC_ALIGN;
+}
+
+static void pool_release(struct fake_pool *pool, size_t size);
+
+/* Caller holds the lock. */
+static void allocation_delete(struct fake_allocation *victim)
+{
+    for (struct fake_allocation **link = &allocations; *link != NULL; link = &(*link)->next) {
+        if (*link == victim) {
+            *link = victim->next;
+            break;
+        }
+    }
+    if (counts_against_device(victim->kind))
+        device_used[victim->device] -= rounded_size(victim);
+    if (victim->pool != NULL)
+        pool_release(victim->pool, victim->size);
+    live_allocations--;
+    free(victim->base);
+    free(victim);
+}
+
+struct fake_allocation *fake_find_allocation(uintptr_t p, size_t n)
+{
+    for (struct fake_allocation *a = allocations; a != NULL; a = a->next) {
+        uintptr_t base = (uintptr_t)a->base;
+        if (p >= base && p - base < a->size)
+            return (n <= a->size - (p - base)) ? a : NULL;
+    }
+    return NULL;
+}
+
+static struct fake_allocation *find_base(uintptr_t p, enum fake_memory_kind kind)
+{
+    for (struct fake_allocation *a = allocations; a != NULL; a = a->next)
+        if ((uintptr_t)a->base == p && a->kind == kind)
+            return a;
+    return NULL;
+}
+
+void fake_free_allocations_of(struct fake_context *ctx)
+{
+    struct fake_allocation *a = allocations;
+    while (a != NULL) {
+        struct fake_allocation *next = a->next;
+        if (a->ctx == ctx)
+            allocation_delete(a);
+        a = next;
+    }
+}
+
+CUresult fake_alloc_device(struct fake_context *ctx, CUdevice dev, size_t size, void **out)
+{
+    struct fake_allocation *a;
+    fake_lock();
+    CUresult r = allocation_new(FAKE_MEM_DEVICE, size, ctx, dev, NULL, &a);
+    if (r == CUDA_SUCCESS) {
+        memset(a->base, 0, size); /* module globals start zeroed, as in a real image */
+        *out = a->base;
+    }
+    fake_unlock();
+    return r;
+}
+
+void fake_free_device(void *p)
+{
+    fake_lock();
+    struct fake_allocation *a = find_base((uintptr_t)p, FAKE_MEM_DEVICE);
+    if (a != NULL)
+        allocation_delete(a);
+    fake_unlock();
+}
+
+FAKE_EXPORT uint64_t fakecuda_live_allocations(void)
+{
+    fake_lock();
+    uint64_t n = live_allocations;
+    fake_unlock();
+    return n;
+}
+
+/* Allocation entry points share: lock, require a context, allocate, unlock. */
+static CUresult allocate(enum fake_memory_kind kind, size_t size, void **out)
+{
+    struct fake_context *ctx;
+    struct fake_allocation *a = NULL;
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = allocation_new(kind, size, ctx, ctx->device, NULL, &a);
+    if (r == CUDA_SUCCESS)
+        *out = a->base;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+{
+    void *p;
+    if (dptr == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = allocate(FAKE_MEM_DEVICE, bytesize, &p);
+    if (r == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    return r;
+}
+
+static CUresult fake_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    void *p;
+    if (dptr == NULL || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = allocate(FAKE_MEM_MANAGED, bytesize, &p);
+    if (r == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    return r;
+}
+
+static CUresult fake_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                     unsigned int ElementSizeBytes)
+{
+    void *p;
+    if (dptr == NULL || pPitch == NULL || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (WidthInBytes > SIZE_MAX / 2)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t pitch = (WidthInBytes + FAKE_PITCH_ALIGN - 1) / FAKE_PITCH_ALIGN * FAKE_PITCH_ALIGN;
+    if (Height > SIZE_MAX / pitch)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = allocate(FAKE_MEM_DEVICE, pitch * Height, &p);
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+        *pPitch = pitch;
+    }
+    return r;
+}
+
+static CUresult free_kind(uintptr_t p, enum fake_memory_kind kind)
+{
+    struct fake_context *ctx;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        struct fake_allocation *a = find_base(p, kind);
+        /* cuMemFree also frees managed memory, and stream-ordered allocations
+         * (after the work before it, which in the fake is always done). */
+        if (a == NULL && kind == FAKE_MEM_DEVICE)
+            a = find_base(p, FAKE_MEM_MANAGED);
+        if (a == NULL && kind == FAKE_MEM_DEVICE)
+            a = find_base(p, FAKE_MEM_POOL);
+        if (a == NULL)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            allocation_delete(a);
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemFree(CUdeviceptr dptr)
+{
+    if (dptr == 0)
+        return CUDA_SUCCESS; /* like free(NULL) */
+    return free_kind((uintptr_t)dptr, FAKE_MEM_DEVICE);
+}
+
+static CUresult fake_cuMemAllocHost(void **pp, size_t bytesize)
+{
+    return allocate(FAKE_MEM_HOST, bytesize, pp);
+}
+
+static CUresult fake_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    if ((Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return allocate(FAKE_MEM_HOST, bytesize, pp);
+}
+
+static CUresult fake_cuMemFreeHost(void *p)
+{
+    if (p == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return free_kind((uintptr_t)p, FAKE_MEM_HOST);
+}
+
+static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    struct fake_context *ctx;
+    if (pdptr == NULL || p == NULL || Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        struct fake_allocation *a = fake_find_allocation((uintptr_t)p, 1);
+        if (a == NULL || a->kind != FAKE_MEM_HOST)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            *pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    struct fake_context *ctx;
+    if (free_bytes == NULL || total == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        *total = fake_settings()->total_mem;
+        *free_bytes = *total - device_used[ctx->device];
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    struct fake_context *ctx;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        struct fake_allocation *a = fake_find_allocation((uintptr_t)dptr, 1);
+        if (a == NULL || a->kind == FAKE_MEM_HOST) {
+            r = CUDA_ERROR_NOT_FOUND;
+        } else {
+            if (pbase != NULL)
+                *pbase = (CUdeviceptr)(uintptr_t)a->base;
+            if (psize != NULL)
+                *psize = a->size;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    if (data == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fake_is_initialized())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_allocation *a = fake_find_allocation((uintptr_t)ptr, 1);
+    if (a == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE; /* memory the driver does not know */
+        goto done;
+    }
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = (CUcontext)a->ctx;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = a->kind == FAKE_MEM_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = ptr;
+        break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (a->kind == FAKE_MEM_DEVICE || a->kind == FAKE_MEM_POOL)
+            r = CUDA_ERROR_INVALID_VALUE; /* device memory has no host mapping */
+        else
+            *(void **)data = (void *)(uintptr_t)ptr;
+        break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(unsigned int *)data = a->kind == FAKE_MEM_MANAGED;
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = (int)a->device;
+        break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *(unsigned long long *)data = a->id;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)a->base;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = a->size;
+        break;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(int *)data = 1;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = (CUmemoryPool)a->pool;
+        break;
+    default:
+        r = CUDA_ERROR_NOT_SUPPORTED;
+        break;
+    }
+done:
+    fake_unlock();
+    return r;
+}
+
+/* ------------------------------------------------------- copies and memsets */
+
+/* A device-side range must lie inside one allocation (host-allocated memory
+ * counts: with unified addressing it is device accessible). */
+static int device_range_ok(uintptr_t p, size_t n)
+{
+    return fake_find_allocation(p, n == 0 ? 1 : n) != NULL;
+}
+
+/* A range given to a unified-address copy is either inside one allocation or
+ * host memory the driver does not know; straddling an allocation's end is an error. */
+static int unified_range_ok(uintptr_t p, size_t n)
+{
+    if (p == 0)
+        return 0;
+    if (fake_find_allocation(p, 1) != NULL)
+        return device_range_ok(p, n);
+    return 1;
+}
+
+enum copy_kind { COPY_UNIFIED, COPY_HTOD, COPY_DTOH, COPY_DTOD };
+
+static CUresult copy(enum copy_kind kind, uintptr_t dst, uintptr_t src, size_t n, CUstream stream, int async)
+{
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS && async)
+        r = fake_check_stream(stream, &s);
+    if (r == CUDA_SUCCESS && n != 0) {
+        int ok;
+        switch (kind) {
+        case COPY_HTOD: ok = src != 0 && device_range_ok(dst, n); break;
+        case COPY_DTOH: ok = dst != 0 && device_range_ok(src, n); break;
+        case COPY_DTOD: ok = device_range_ok(dst, n) && device_range_ok(src, n); break;
+        default: ok = unified_range_ok(dst, n) && unified_range_ok(src, n); break;
+        }
+        if (!ok)
+            r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r == CUDA_SUCCESS && n != 0) {
+        struct fake_op op = { .kind = FAKE_OP_MEMCPY };
+        op.u.memcpy.dst = (void *)dst;
+        op.u.memcpy.src = (const void *)src;
+        op.u.memcpy.bytes = n;
+        r = fake_submit(s, &op);
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(COPY_UNIFIED, (uintptr_t)dst, (uintptr_t)src, n, NULL, 0);
+}
+static CUresult fake_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
+{
+    return copy(COPY_HTOD, (uintptr_t)dst, (uintptr_t)src, n, NULL, 0);
+}
+static CUresult fake_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
+{
+    return copy(COPY_DTOH, (uintptr_t)dst, (uintptr_t)src, n, NULL, 0);
+}
+static CUresult fake_cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return copy(COPY_DTOD, (uintptr_t)dst, (uintptr_t)src, n, NULL, 0);
+}
+static CUresult fake_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return copy(COPY_UNIFIED, (uintptr_t)dst, (uintptr_t)src, n, s, 1);
+}
+static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+    return copy(COPY_HTOD, (uintptr_t)dst, (uintptr_t)src, n, s, 1);
+}
+static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return copy(COPY_DTOH, (uintptr_t)dst, (uintptr_t)src, n, s, 1);
+}
+static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return copy(COPY_DTOD, (uintptr_t)dst, (uintptr_t)src, n, s, 1);
+}
+
+static CUresult fill(uintptr_t dst, unsigned value, unsigned element_size, size_t count, CUstream stream, int async)
+{
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS && async)
+        r = fake_check_stream(stream, &s);
+    if (r == CUDA_SUCCESS && count != 0) {
+        if (dst % element_size != 0 || count > SIZE_MAX / element_size ||
+            !device_range_ok(dst, count * element_size))
+            r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r == CUDA_SUCCESS && count != 0) {
+        struct fake_op op = { .kind = FAKE_OP_MEMSET };
+        op.u.memset.dst = (void *)dst;
+        op.u.memset.value = value;
+        op.u.memset.element_size = element_size;
+        op.u.memset.count = count;
+        r = fake_submit(s, &op);
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { return fill(d, v, 1, n, NULL, 0); }
+static CUresult fake_cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { return fill(d, v, 2, n, NULL, 0); }
+static CUresult fake_cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { return fill(d, v, 4, n, NULL, 0); }
+static CUresult fake_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return fill(d, v, 1, n, s, 1); }
+static CUresult fake_cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { return fill(d, v, 2, n, s, 1); }
+static CUresult fake_cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { return fill(d, v, 4, n, s, 1); }
+
+/* ------------------------------------------------------------ memory pools */
+
+static void pool_release(struct fake_pool *pool, size_t size)
+{
+    pool->used -= size;
+    pool->retained += size;
+    /* Freed memory beyond the release threshold goes back to the system. */
+    if (pool->used + pool->retained > pool->release_threshold)
+        pool->retained = pool->release_threshold > pool->used ? pool->release_threshold - pool->used : 0;
+}
+
+static void pool_destroy(struct fake_object *self)
+{
+    /* Allocations outliving their pool stay valid; they no longer feed its counters. */
+    for (struct fake_allocation *a = allocations; a != NULL; a = a->next)
+        if (a->pool == (struct fake_pool *)self)
+            a->pool = NULL;
+}
+
+/* Caller holds the lock. */
+static struct fake_pool *pool_new(CUdevice dev, int is_default)
+{
+    struct fake_pool *pool = fake_object_new(FAKE_POOL, sizeof *pool, NULL, !is_default);
+    if (pool == NULL)
+        return NULL;
+    pool->obj.destroy = pool_destroy;
+    pool->device = dev;
+    pool->is_default = is_default;
+    pool->reuse[0] = pool->reuse[1] = pool->reuse[2] = 1;
+    return pool;
+}
+
+/* Caller holds the lock. */
+static struct fake_pool *default_pool(CUdevice dev)
+{
+    if (default_pools[dev] == NULL)
+        default_pools[dev] = pool_new(dev, 1);
+    return default_pools[dev];
+}
+
+static struct fake_pool *current_pool(CUdevice dev)
+{
+    if (current_pools[dev] != NULL && fake_object_valid(current_pools[dev], FAKE_POOL))
+        return current_pools[dev];
+    return default_pool(dev);
+}
+
+static CUresult pool_allocate(CUdeviceptr *dptr, size_t size, struct fake_pool *pool, CUstream stream)
+{
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    struct fake_allocation *a = NULL;
+    if (dptr == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_stream(stream, &s);
+    if (r == CUDA_SUCCESS && fake_stream_capturing(s))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the fake has no allocation nodes */
+    if (r == CUDA_SUCCESS && pool == NULL)
+        pool = current_pool(ctx->device);
+    if (r == CUDA_SUCCESS && pool == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS)
+        r = allocation_new(FAKE_MEM_POOL, size, ctx, pool->device, pool, &a);
+    if (r == CUDA_SUCCESS) {
+        pool->used += size;
+        pool->retained = pool->retained > size ? pool->retained - size : 0;
+        if (pool->used > pool->used_high)
+            pool->used_high = pool->used;
+        if (pool->used + pool->retained > pool->reserved_high)
+            pool->reserved_high = pool->used + pool->retained;
+        *dptr = (CUdeviceptr)(uintptr_t)a->base;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return pool_allocate(dptr, bytesize, NULL, hStream);
+}
+
+static CUresult fake_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+{
+    fake_lock();
+    int ok = fake_object_valid(pool, FAKE_POOL);
+    fake_unlock();
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    return pool_allocate(dptr, bytesize, (struct fake_pool *)pool, hStream);
+}
+
+static CUresult fake_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_stream(hStream, &s);
+    if (r == CUDA_SUCCESS && fake_stream_capturing(s))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == CUDA_SUCCESS) {
+        struct fake_allocation *a = find_base((uintptr_t)dptr, FAKE_MEM_POOL);
+        if (a == NULL)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            allocation_delete(a);
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (pool == NULL || props == NULL || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = fake_check_device(props->location.id);
+    if (r != CUDA_SUCCESS)
+        return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
+    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_NOT_SUPPORTED; /* no interprocess handles in the fake */
+    fake_lock();
+    struct fake_pool *p = pool_new(props->location.id, 0);
+    fake_unlock();
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemPoolDestroy(CUmemoryPool pool)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL) || p->is_default) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        for (int d = 0; d < FAKE_MAX_DEVICES; d++)
+            if (current_pools[d] == p)
+                current_pools[d] = NULL;
+        fake_object_delete(p);
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (p->used + p->retained > minBytesToKeep)
+        p->retained = minBytesToKeep > p->used ? minBytesToKeep - p->used : 0;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+        goto done;
+    }
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)value != 0;
+        break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        p->release_threshold = *(cuuint64_t *)value;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        /* High-water marks may only be reset, to the current value. */
+        if (*(cuuint64_t *)value != 0)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+            p->used_high = p->used;
+        else
+            p->reserved_high = p->used + p->retained;
+        break;
+    default:
+        r = CUDA_ERROR_INVALID_VALUE;
+        break;
+    }
+done:
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+        goto done;
+    }
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->release_threshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->used + p->retained; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+done:
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    CUresult r = fake_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (pool_out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    struct fake_pool *p = default_pool(dev);
+    fake_unlock();
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool_out = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    CUresult r = fake_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (pool == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    struct fake_pool *p = current_pool(dev);
+    fake_unlock();
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    CUresult r = fake_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fake_lock();
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        current_pools[dev] = p;
+    fake_unlock();
+    return r;
+}
+
+const struct fake_impl fake_impls_memory[] = {
+    FAKE_IMPL("cuMemAlloc", 3020, fake_cuMemAlloc),
+    FAKE_IMPL("cuMemAllocManaged", 6000, fake_cuMemAllocManaged),
+    FAKE_IMPL("cuMemAllocPitch", 3020, fake_cuMemAllocPitch),
+    FAKE_IMPL("cuMemFree", 3020, fake_cuMemFree),
+    FAKE_IMPL("cuMemAllocHost", 3020, fake_cuMemAllocHost),
+    FAKE_IMPL("cuMemHostAlloc", 2020, fake_cuMemHostAlloc),
+    FAKE_IMPL("cuMemFreeHost", 2000, fake_cuMemFreeHost),
+    FAKE_IMPL("cuMemHostGetDevicePointer", 3020, fake_cuMemHostGetDevicePointer),
+    FAKE_IMPL("cuMemGetInfo", 3020, fake_cuMemGetInfo),
+    FAKE_IMPL("cuMemGetAddressRange", 3020, fake_cuMemGetAddressRange),
+    FAKE_IMPL("cuPointerGetAttribute", 4000, fake_cuPointerGetAttribute),
+    FAKE_IMPL("cuMemcpy", 4000, fake_cuMemcpy),
+    FAKE_IMPL_PT("cuMemcpy", 7000, fake_cuMemcpy),
+    FAKE_IMPL("cuMemcpyHtoD", 3020, fake_cuMemcpyHtoD),
+    FAKE_IMPL_PT("cuMemcpyHtoD", 7000, fake_cuMemcpyHtoD),
+    FAKE_IMPL("cuMemcpyDtoH", 3020, fake_cuMemcpyDtoH),
+    FAKE_IMPL_PT("cuMemcpyDtoH", 7000, fake_cuMemcpyDtoH),
+    FAKE_IMPL("cuMemcpyDtoD", 3020, fake_cuMemcpyDtoD),
+    FAKE_IMPL_PT("cuMemcpyDtoD", 7000, fake_cuMemcpyDtoD),
+    FAKE_IMPL("cuMemcpyAsync", 4000, fake_cuMemcpyAsync),
+    FAKE_IMPL_PT("cuMemcpyAsync", 7000, fake_cuMemcpyAsync),
+    FAKE_IMPL("cuMemcpyHtoDAsync", 3020, fake_cuMemcpyHtoDAsync),
+    FAKE_IMPL_PT("cuMemcpyHtoDAsync", 7000, fake_cuMemcpyHtoDAsync),
+    FAKE_IMPL("cuMemcpyDtoHAsync", 3020, fake_cuMemcpyDtoHAsync),
+    FAKE_IMPL_PT("cuMemcpyDtoHAsync", 7000, fake_cuMemcpyDtoHAsync),
+    FAKE_IMPL("cuMemcpyDtoDAsync", 3020, fake_cuMemcpyDtoDAsync),
+    FAKE_IMPL_PT("cuMemcpyDtoDAsync", 7000, fake_cuMemcpyDtoDAsync),
+    FAKE_IMPL("cuMemsetD8", 3020, fake_cuMemsetD8),
+    FAKE_IMPL_PT("cuMemsetD8", 7000, fake_cuMemsetD8),
+    FAKE_IMPL("cuMemsetD16", 3020, fake_cuMemsetD16),
+    FAKE_IMPL_PT("cuMemsetD16", 7000, fake_cuMemsetD16),
+    FAKE_IMPL("cuMemsetD32", 3020, fake_cuMemsetD32),
+    FAKE_IMPL_PT("cuMemsetD32", 7000, fake_cuMemsetD32),
+    FAKE_IMPL("cuMemsetD8Async", 3020, fake_cuMemsetD8Async),
+    FAKE_IMPL_PT("cuMemsetD8Async", 7000, fake_cuMemsetD8Async),
+    FAKE_IMPL("cuMemsetD16Async", 3020, fake_cuMemsetD16Async),
+    FAKE_IMPL_PT("cuMemsetD16Async", 7000, fake_cuMemsetD16Async),
+    FAKE_IMPL("cuMemsetD32Async", 3020, fake_cuMemsetD32Async),
+    FAKE_IMPL_PT("cuMemsetD32Async", 7000, fake_cuMemsetD32Async),
+    FAKE_IMPL("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
+    FAKE_IMPL_PT("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
+    FAKE_IMPL("cuMemAllocFromPoolAsync", 11020, fake_cuMemAllocFromPoolAsync),
+    FAKE_IMPL_PT("cuMemAllocFromPoolAsync", 11020, fake_cuMemAllocFromPoolAsync),
+    FAKE_IMPL("cuMemFreeAsync", 11020, fake_cuMemFreeAsync),
+    FAKE_IMPL_PT("cuMemFreeAsync", 11020, fake_cuMemFreeAsync),
+    FAKE_IMPL("cuMemPoolCreate", 11020, fake_cuMemPoolCreate),
+    FAKE_IMPL("cuMemPoolDestroy", 11020, fake_cuMemPoolDestroy),
+    FAKE_IMPL("cuMemPoolTrimTo", 11020, fake_cuMemPoolTrimTo),
+    FAKE_IMPL("cuMemPoolSetAttribute", 11020, fake_cuMemPoolSetAttribute),
+    FAKE_IMPL("cuMemPoolGetAttribute", 11020, fake_cuMemPoolGetAttribute),
+    FAKE_IMPL("cuDeviceGetDefaultMemPool", 11020, fake_cuDeviceGetDefaultMemPool),
+    FAKE_IMPL("cuDeviceGetMemPool", 11020, fake_cuDeviceGetMemPool),
+    FAKE_IMPL("cuDeviceSetMemPool", 11020, fake_cuDeviceSetMemPool),
+    FAKE_IMPL_END,
+};

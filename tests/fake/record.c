@@ -1,0 +1,216 @@
+/*
+ * Record mode (FAKECUDA_MODE=record): every entry point of the generated table
+ * tests/generated/entry_points.h resolves to a libffi closure built from the
+ * entry's signature letters. Calling it records the raw bits of every argument,
+ * with the name, version and flags it was requested with, and returns the
+ * result set by fakecuda_record_set_result().
+ *
+ * Each entry has one variant at its table version and one at its per-thread
+ * version; the usual cuGetProcAddress_v2 rules (driver.c) pick between them.
+ */
+#include "fake_internal.h"
+#include "signature.h"
+
+#include <ffi.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct record_entry {
+    const char *name;
+    const char *driver_name;
+    int version;
+    int ptds_version;
+    const char *signature;
+};
+
+#define CUABI_ENTRY(index, name, driver_name, version, ptds_version, signature) \
+    { #name, driver_name, version, ptds_version, signature },
+static const struct record_entry entries[] = {
+#include "generated/entry_points.h"
+};
+#undef CUABI_ENTRY
+
+#define ENTRY_COUNT (sizeof entries / sizeof entries[0])
+
+struct record_closure {
+    ffi_closure *closure;
+    void *code;
+    ffi_cif cif;
+    struct signature sig;
+    const struct record_entry *entry;
+    int requested_version;
+    unsigned long long requested_flags;
+    int impl_version;
+    int per_thread;
+    struct record_closure *next;
+};
+
+static struct record_closure *closures;
+static struct fakecuda_call last_call;
+static uint64_t call_count;
+static int call_result;
+
+/* The raw bits of one argument, widened to 64 bits without sign extension. */
+static uint64_t raw_bits(char c, const void *value)
+{
+    uint32_t u32;
+    uint64_t u64;
+    switch (c) {
+    case 'B':
+        return *(const uint8_t *)value;
+    case 'H': {
+        uint16_t u16;
+        memcpy(&u16, value, 2);
+        return u16;
+    }
+    case 'i':
+    case 'I':
+    case 'f':
+        memcpy(&u32, value, 4);
+        return u32;
+    case 'p': {
+        void *p;
+        memcpy(&p, value, sizeof p);
+        return (uint64_t)(uintptr_t)p;
+    }
+    case 'z': {
+        size_t z;
+        memcpy(&z, value, sizeof z);
+        return (uint64_t)z;
+    }
+    default:
+        memcpy(&u64, value, 8);
+        return u64;
+    }
+}
+
+static void record_call(ffi_cif *cif, void *ret, void **args, void *user_data)
+{
+    const struct record_closure *rc = user_data;
+    fake_lock();
+    memset(&last_call, 0, sizeof last_call);
+    strncpy(last_call.name, rc->entry->driver_name, sizeof last_call.name - 1);
+    last_call.requested_version = rc->requested_version;
+    last_call.requested_flags = rc->requested_flags;
+    last_call.impl_version = rc->impl_version;
+    last_call.per_thread = rc->per_thread;
+    last_call.nargs = cif->nargs;
+    strncpy(last_call.signature, rc->entry->signature, sizeof last_call.signature - 1);
+    for (unsigned i = 0; i < cif->nargs; i++) {
+        if (rc->sig.codes[i] == '{') {
+            size_t size = cif->arg_types[i]->size;
+            last_call.args[i] = size;
+            memcpy(last_call.struct_bytes[i], args[i], size < FAKECUDA_MAX_STRUCT ? size : FAKECUDA_MAX_STRUCT);
+        } else {
+            last_call.args[i] = raw_bits(rc->sig.codes[i], args[i]);
+        }
+    }
+    call_count++;
+    *(ffi_arg *)ret = (ffi_arg)(unsigned)call_result;
+    fake_unlock();
+}
+
+/* Caller holds the lock. */
+static struct record_closure *closure_for(const struct record_entry *e, int version, unsigned long long flags,
+                                          int impl_version, int per_thread)
+{
+    for (struct record_closure *rc = closures; rc != NULL; rc = rc->next)
+        if (rc->entry == e && rc->requested_version == version && rc->requested_flags == flags &&
+            rc->impl_version == impl_version && rc->per_thread == per_thread)
+            return rc;
+
+    struct record_closure *rc = calloc(1, sizeof *rc);
+    if (rc == NULL)
+        return NULL;
+    if (signature_parse(e->signature, &rc->sig) != 0 || rc->sig.nargs > FAKECUDA_MAX_ARGS) {
+        free(rc);
+        return NULL;
+    }
+    rc->entry = e;
+    rc->requested_version = version;
+    rc->requested_flags = flags;
+    rc->impl_version = impl_version;
+    rc->per_thread = per_thread;
+    rc->closure = ffi_closure_alloc(sizeof(ffi_closure), &rc->code);
+    if (rc->closure == NULL ||
+        ffi_prep_cif(&rc->cif, FFI_DEFAULT_ABI, rc->sig.nargs, &ffi_type_uint32, rc->sig.args) != FFI_OK ||
+        ffi_prep_closure_loc(rc->closure, &rc->cif, record_call, rc, rc->code) != FFI_OK) {
+        if (rc->closure != NULL)
+            ffi_closure_free(rc->closure);
+        free(rc);
+        return NULL;
+    }
+    rc->next = closures;
+    closures = rc;
+    return rc;
+}
+
+CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags, void **pfn,
+                             CUdriverProcAddressQueryResult *status)
+{
+    const int driver_version = fake_settings()->driver_version;
+    const int want_per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct record_entry *best = NULL;
+    int best_version = 0, best_pt = 0, known = 0;
+
+    /* Several user names may end at one driver name (cuGraphInstantiate and
+     * cuGraphInstantiateWithFlags); they share its variants. */
+    for (size_t i = 0; i < ENTRY_COUNT; i++) {
+        const struct record_entry *e = &entries[i];
+        if (strcmp(e->driver_name, symbol) != 0)
+            continue;
+        const int variants[2][2] = { { e->version, 0 }, { e->ptds_version, 1 } };
+        for (int v = 0; v < 2; v++) {
+            int vv = variants[v][0], pt = variants[v][1];
+            if (vv > driver_version)
+                continue;
+            known = 1;
+            if (vv > version || (pt && !want_per_thread))
+                continue;
+            if (best == NULL || vv > best_version || (vv == best_version && pt && !best_pt)) {
+                best = e;
+                best_version = vv;
+                best_pt = pt;
+            }
+        }
+    }
+    if (best == NULL) {
+        *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_SUCCESS;
+    }
+    fake_lock();
+    struct record_closure *rc = closure_for(best, version, flags, best_version, best_pt);
+    fake_unlock();
+    if (rc == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pfn = rc->code;
+    *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT void fakecuda_record_set_result(int result)
+{
+    fake_lock();
+    call_result = result;
+    fake_unlock();
+}
+
+FAKE_EXPORT uint64_t fakecuda_record_count(void)
+{
+    fake_lock();
+    uint64_t n = call_count;
+    fake_unlock();
+    return n;
+}
+
+FAKE_EXPORT int fakecuda_record_last(struct fakecuda_call *out)
+{
+    if (out == NULL)
+        return 0;
+    fake_lock();
+    int have = call_count != 0;
+    if (have)
+        *out = last_call;
+    fake_unlock();
+    return have;
+}

@@ -1,0 +1,769 @@
+/*
+ * Streams, events, stream capture and graphs.
+ *
+ * The fake runs every operation to completion before the call that issued it
+ * returns, so streams only order nothing and synchronisation has nothing to
+ * wait for. What streams do carry is capture: work issued to a capturing
+ * stream is recorded into a graph instead of being run, and launching an
+ * instantiated graph runs the recorded work again, in order.
+ */
+#include "fake_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct fake_graph;
+
+struct fake_stream {
+    struct fake_object obj;
+    unsigned flags;
+    int priority;
+    unsigned long long id;
+    struct fake_graph *capture;  /* graph being captured into, or NULL */
+    int capture_invalidated;
+};
+
+struct fake_event {
+    struct fake_object obj;
+    unsigned flags;
+    int recorded;
+    struct timespec when;
+};
+
+struct fake_graph_node {
+    struct fake_object obj;
+    struct fake_op op;
+};
+
+struct fake_graph {
+    struct fake_object obj;
+    struct fake_graph_node **nodes;
+    size_t count, capacity;
+};
+
+struct fake_graph_exec {
+    struct fake_object obj;
+    struct fake_op *ops;
+    size_t count;
+};
+
+static unsigned long long next_stream_id = 1;
+
+/* ----------------------------------------------------------- operations */
+
+static void op_release(struct fake_op *op)
+{
+    if (op->kind == FAKE_OP_KERNEL) {
+        free(op->u.kernel.params);
+        op->u.kernel.params = NULL;
+    }
+}
+
+static int op_copy(struct fake_op *dst, const struct fake_op *src)
+{
+    *dst = *src;
+    if (src->kind == FAKE_OP_KERNEL && src->u.kernel.params_size != 0) {
+        dst->u.kernel.params = malloc(src->u.kernel.params_size);
+        if (dst->u.kernel.params == NULL)
+            return 0;
+        memcpy(dst->u.kernel.params, src->u.kernel.params, src->u.kernel.params_size);
+    }
+    return 1;
+}
+
+void fake_event_stamp(CUevent event)
+{
+    struct fake_event *e = (struct fake_event *)event;
+    if (!fake_object_valid(e, FAKE_EVENT))
+        return; /* destroyed since it was captured: nothing to stamp */
+    clock_gettime(CLOCK_MONOTONIC, &e->when);
+    e->recorded = 1;
+}
+
+CUresult fake_run_op(const struct fake_op *op)
+{
+    CUresult r = CUDA_SUCCESS;
+    switch (op->kind) {
+    case FAKE_OP_KERNEL: {
+        size_t offsets[FAKE_KERNEL_MAX_PARAMS];
+        void *args[FAKE_KERNEL_MAX_PARAMS];
+        const struct fake_kernel *k = op->u.kernel.kernel;
+        fake_kernel_layout(k, offsets);
+        for (unsigned i = 0; i < k->nparams; i++)
+            args[i] = op->u.kernel.params + offsets[i];
+        r = k->run(&op->u.kernel.launch, args);
+        fake_count_launch();
+        break;
+    }
+    case FAKE_OP_MEMCPY:
+        memmove(op->u.memcpy.dst, op->u.memcpy.src, op->u.memcpy.bytes);
+        break;
+    case FAKE_OP_MEMSET: {
+        unsigned char *d = op->u.memset.dst;
+        size_t n = op->u.memset.count;
+        if (op->u.memset.element_size == 1) {
+            memset(d, (int)(op->u.memset.value & 0xFF), n);
+        } else if (op->u.memset.element_size == 2) {
+            uint16_t v = (uint16_t)op->u.memset.value;
+            for (size_t i = 0; i < n; i++)
+                memcpy(d + 2 * i, &v, 2);
+        } else {
+            uint32_t v = op->u.memset.value;
+            for (size_t i = 0; i < n; i++)
+                memcpy(d + 4 * i, &v, 4);
+        }
+        break;
+    }
+    case FAKE_OP_HOST:
+        op->u.host.fn(op->u.host.user_data);
+        break;
+    case FAKE_OP_EVENT_RECORD:
+        fake_event_stamp(op->u.event.event);
+        break;
+    }
+    return r;
+}
+
+static void node_destroy(struct fake_object *self)
+{
+    op_release(&((struct fake_graph_node *)self)->op);
+}
+
+/* Caller holds the lock. Takes ownership of op's parameter buffer. */
+static CUresult graph_append(struct fake_graph *g, struct fake_op *op)
+{
+    if (g->count == g->capacity) {
+        size_t capacity = g->capacity ? 2 * g->capacity : 8;
+        struct fake_graph_node **nodes = realloc(g->nodes, capacity * sizeof *nodes);
+        if (nodes == NULL)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = nodes;
+        g->capacity = capacity;
+    }
+    struct fake_graph_node *node = fake_object_new(FAKE_GRAPH_NODE, sizeof *node, NULL, 0);
+    if (node == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    node->obj.destroy = node_destroy;
+    node->op = *op;
+    if (op->kind == FAKE_OP_KERNEL)
+        op->u.kernel.params = NULL; /* now owned by the node */
+    g->nodes[g->count++] = node;
+    return CUDA_SUCCESS;
+}
+
+CUresult fake_submit(struct fake_stream *s, struct fake_op *op)
+{
+    if (fake_stream_capturing(s)) {
+        CUresult r = graph_append(s->capture, op);
+        if (r != CUDA_SUCCESS) {
+            s->capture_invalidated = 1;
+            op_release(op);
+        }
+        return r;
+    }
+    CUresult r = fake_run_op(op);
+    op_release(op);
+    return r;
+}
+
+/* -------------------------------------------------------------- streams */
+
+int fake_stream_capturing(const struct fake_stream *s)
+{
+    return s != NULL && s->capture != NULL;
+}
+
+CUresult fake_check_stream(CUstream s, struct fake_stream **out)
+{
+    *out = NULL;
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return CUDA_SUCCESS;
+    if (!fake_object_valid(s, FAKE_STREAM))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = (struct fake_stream *)s;
+    return CUDA_SUCCESS;
+}
+
+static void stream_destroy(struct fake_object *self)
+{
+    struct fake_stream *s = (struct fake_stream *)self;
+    if (s->capture != NULL)
+        fake_object_delete(s->capture); /* an unfinished capture dies with its stream */
+}
+
+static CUresult stream_create(CUstream *phStream, unsigned flags, int priority)
+{
+    struct fake_context *ctx;
+    if (phStream == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        struct fake_stream *s = fake_object_new(FAKE_STREAM, sizeof *s, ctx, 1);
+        if (s == NULL) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            s->obj.destroy = stream_destroy;
+            s->flags = flags;
+            /* Priorities outside [greatest, least] = [-5, 0] are clamped, as documented. */
+            s->priority = priority > 0 ? 0 : priority < -5 ? -5 : priority;
+            s->id = next_stream_id++;
+            *phStream = (CUstream)s;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    return stream_create(phStream, Flags, 0);
+}
+
+static CUresult fake_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    return stream_create(phStream, flags, priority);
+}
+
+/* Common prologue: lock, require a context, resolve the stream. On failure the
+ * lock is released and the error returned. */
+static CUresult stream_enter(CUstream stream, struct fake_stream **s)
+{
+    struct fake_context *ctx;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_stream(stream, s);
+    if (r != CUDA_SUCCESS)
+        fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuStreamDestroy(CUstream hStream)
+{
+    struct fake_stream *s;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s == NULL)
+        r = CUDA_ERROR_INVALID_HANDLE; /* the default streams cannot be destroyed */
+    else
+        fake_object_delete(s);
+    fake_unlock();
+    return r;
+}
+
+static CUresult stream_wait(CUstream hStream)
+{
+    struct fake_stream *s;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (fake_stream_capturing(s)) {
+        /* Waiting on a capturing stream is not allowed and spoils the capture. */
+        s->capture_invalidated = 1;
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuStreamSynchronize(CUstream hStream)
+{
+    return stream_wait(hStream);
+}
+
+static CUresult fake_cuStreamQuery(CUstream hStream)
+{
+    return stream_wait(hStream);
+}
+
+static CUresult fake_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    struct fake_stream *s;
+    if ((Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fake_object_valid(hEvent, FAKE_EVENT))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+    struct fake_stream *s;
+    if (flags == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *flags = s != NULL ? s->flags : 0;
+    fake_unlock();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamGetPriority(CUstream hStream, int *priority)
+{
+    struct fake_stream *s;
+    if (priority == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *priority = s != NULL ? s->priority : 0;
+    fake_unlock();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+    struct fake_stream *s;
+    if (streamId == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *streamId = s != NULL ? s->id : 0;
+    fake_unlock();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamGetCtx(CUstream hStream, CUcontext *pctx, CUgreenCtx *pGreenCtx)
+{
+    struct fake_stream *s;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *pctx = (CUcontext)(s != NULL ? s->obj.owner : fake_current_context_raw());
+    if (pGreenCtx != NULL)
+        *pGreenCtx = NULL; /* the fake has no green contexts */
+    fake_unlock();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamGetCtx_v1(CUstream hStream, CUcontext *pctx)
+{
+    return fake_cuStreamGetCtx(hStream, pctx, NULL);
+}
+
+static CUresult fake_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    struct fake_stream *s;
+    if (fn == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct fake_op op = { .kind = FAKE_OP_HOST };
+    op.u.host.fn = fn;
+    op.u.host.user_data = userData;
+    r = fake_submit(s, &op);
+    fake_unlock();
+    return r;
+}
+
+/* -------------------------------------------------------------- capture */
+
+static void graph_destroy(struct fake_object *self)
+{
+    struct fake_graph *g = (struct fake_graph *)self;
+    for (size_t i = 0; i < g->count; i++)
+        fake_object_delete(g->nodes[i]);
+    free(g->nodes);
+}
+
+static struct fake_graph *graph_new(void)
+{
+    struct fake_graph *g = fake_object_new(FAKE_GRAPH, sizeof *g, NULL, 1);
+    if (g != NULL)
+        g->obj.destroy = graph_destroy;
+    return g;
+}
+
+static CUresult fake_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
+{
+    struct fake_stream *s;
+    if ((int)mode < (int)CU_STREAM_CAPTURE_MODE_GLOBAL || (int)mode > (int)CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s == NULL) {
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the default streams cannot be captured */
+    } else if (s->capture != NULL) {
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    } else {
+        s->capture = graph_new();
+        s->capture_invalidated = 0;
+        if (s->capture == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    struct fake_stream *s;
+    if (phGraph == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s == NULL || s->capture == NULL) {
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    } else if (s->capture_invalidated) {
+        fake_object_delete(s->capture);
+        *phGraph = NULL;
+        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else {
+        *phGraph = (CUgraph)s->capture;
+    }
+    if (s != NULL)
+        s->capture = NULL;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    struct fake_stream *s;
+    if (captureStatus == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fake_stream_capturing(s))
+        *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+    else if (s->capture_invalidated)
+        *captureStatus = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    else
+        *captureStatus = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    fake_unlock();
+    return CUDA_SUCCESS;
+}
+
+/* --------------------------------------------------------------- events */
+
+static CUresult fake_cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    struct fake_context *ctx;
+    const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+    if (phEvent == NULL || (Flags & ~known) != 0 ||
+        ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)))
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        struct fake_event *e = fake_object_new(FAKE_EVENT, sizeof *e, ctx, 1);
+        if (e == NULL) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            e->flags = Flags;
+            *phEvent = (CUevent)e;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuEventDestroy(CUevent hEvent)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_is_initialized())
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!fake_object_valid(hEvent, FAKE_EVENT))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else
+        fake_object_delete(hEvent);
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    struct fake_stream *s;
+    if ((flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fake_object_valid(hEvent, FAKE_EVENT)) {
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else if (fake_stream_capturing(s) && !(flags & CU_EVENT_RECORD_EXTERNAL)) {
+        /* Inside a capture a plain record only expresses ordering, which the
+         * fake's in-order graphs keep anyway: no node. */
+    } else {
+        struct fake_op op = { .kind = FAKE_OP_EVENT_RECORD };
+        op.u.event.event = hEvent;
+        r = fake_submit(s, &op);
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    return fake_cuEventRecordWithFlags(hEvent, hStream, CU_EVENT_RECORD_DEFAULT);
+}
+
+static CUresult event_check(CUevent hEvent)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_is_initialized())
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!fake_object_valid(hEvent, FAKE_EVENT))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuEventQuery(CUevent hEvent)
+{
+    return event_check(hEvent);
+}
+
+static CUresult fake_cuEventSynchronize(CUevent hEvent)
+{
+    return event_check(hEvent);
+}
+
+static CUresult fake_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    if (pMilliseconds == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_event *a = (const struct fake_event *)hStart;
+    const struct fake_event *b = (const struct fake_event *)hEnd;
+    if (!fake_is_initialized())
+        r = CUDA_ERROR_NOT_INITIALIZED;
+    else if (!fake_object_valid(a, FAKE_EVENT) || !fake_object_valid(b, FAKE_EVENT))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (!a->recorded || !b->recorded)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else {
+        double ms = (double)(b->when.tv_sec - a->when.tv_sec) * 1e3 +
+                    (double)(b->when.tv_nsec - a->when.tv_nsec) / 1e6;
+        *pMilliseconds = (float)ms;
+    }
+    fake_unlock();
+    return r;
+}
+
+/* --------------------------------------------------------------- graphs */
+
+static CUresult fake_cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    struct fake_context *ctx;
+    if (phGraph == NULL || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS) {
+        struct fake_graph *g = graph_new();
+        if (g == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            *phGraph = (CUgraph)g;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphDestroy(CUgraph hGraph)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(hGraph, FAKE_GRAPH))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        fake_object_delete(hGraph);
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    if (numNodes == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_graph *g = (struct fake_graph *)hGraph;
+    if (!fake_object_valid(g, FAKE_GRAPH)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        if (nodes != NULL)
+            for (size_t i = 0; i < *numNodes; i++)
+                nodes[i] = i < g->count ? (CUgraphNode)g->nodes[i] : NULL;
+        *numNodes = g->count;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    if (type == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_graph_node *n = (const struct fake_graph_node *)hNode;
+    if (!fake_object_valid(n, FAKE_GRAPH_NODE)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        switch (n->op.kind) {
+        case FAKE_OP_KERNEL: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
+        case FAKE_OP_MEMCPY: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
+        case FAKE_OP_MEMSET: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
+        case FAKE_OP_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
+        case FAKE_OP_EVENT_RECORD: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+static void exec_destroy(struct fake_object *self)
+{
+    struct fake_graph_exec *x = (struct fake_graph_exec *)self;
+    for (size_t i = 0; i < x->count; i++)
+        op_release(&x->ops[i]);
+    free(x->ops);
+}
+
+static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+{
+    struct fake_context *ctx;
+    if (phGraphExec == NULL || (flags & ~0xFULL) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    const struct fake_graph *g = (const struct fake_graph *)hGraph;
+    if (r == CUDA_SUCCESS && !fake_object_valid(g, FAKE_GRAPH))
+        r = CUDA_ERROR_INVALID_VALUE;
+    struct fake_graph_exec *x = NULL;
+    if (r == CUDA_SUCCESS) {
+        x = fake_object_new(FAKE_GRAPH_EXEC, sizeof *x, NULL, 1);
+        if (x == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS) {
+        /* An executable graph is a snapshot: later edits of the graph do not reach it. */
+        x->obj.destroy = exec_destroy;
+        x->ops = calloc(g->count ? g->count : 1, sizeof *x->ops);
+        if (x->ops == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++, x->count++)
+            if (!op_copy(&x->ops[i], &g->nodes[i]->op))
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+        if (r != CUDA_SUCCESS)
+            fake_object_delete(x);
+        else
+            *phGraphExec = (CUgraphExec)x;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    struct fake_stream *s;
+    CUresult r = stream_enter(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    const struct fake_graph_exec *x = (const struct fake_graph_exec *)hGraphExec;
+    if (!fake_object_valid(x, FAKE_GRAPH_EXEC))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (fake_stream_capturing(s))
+        r = CUDA_ERROR_NOT_SUPPORTED; /* the fake has no child-graph nodes */
+    else
+        for (size_t i = 0; r == CUDA_SUCCESS && i < x->count; i++)
+            r = fake_run_op(&x->ops[i]);
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(hGraphExec, FAKE_GRAPH_EXEC))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        fake_object_delete(hGraphExec);
+    fake_unlock();
+    return r;
+}
+
+FAKE_EXPORT uint64_t fakecuda_live_objects(const char *kind)
+{
+    static const struct { const char *name; enum fake_kind kind; } kinds[] = {
+        { "contexts", FAKE_CONTEXT }, { "streams", FAKE_STREAM }, { "events", FAKE_EVENT },
+        { "modules", FAKE_MODULE }, { "graphs", FAKE_GRAPH }, { "graph_execs", FAKE_GRAPH_EXEC },
+        { "pools", FAKE_POOL },
+    };
+    for (size_t i = 0; kind != NULL && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kind, kinds[i].name) == 0)
+            return fake_object_count(kinds[i].kind);
+    return (uint64_t)-1;
+}
+
+const struct fake_impl fake_impls_stream[] = {
+    FAKE_IMPL("cuStreamCreate", 2000, fake_cuStreamCreate),
+    FAKE_IMPL("cuStreamCreateWithPriority", 5050, fake_cuStreamCreateWithPriority),
+    FAKE_IMPL("cuStreamDestroy", 4000, fake_cuStreamDestroy),
+    FAKE_IMPL("cuStreamSynchronize", 2000, fake_cuStreamSynchronize),
+    FAKE_IMPL_PT("cuStreamSynchronize", 7000, fake_cuStreamSynchronize),
+    FAKE_IMPL("cuStreamQuery", 2000, fake_cuStreamQuery),
+    FAKE_IMPL_PT("cuStreamQuery", 7000, fake_cuStreamQuery),
+    FAKE_IMPL("cuStreamWaitEvent", 3020, fake_cuStreamWaitEvent),
+    FAKE_IMPL_PT("cuStreamWaitEvent", 7000, fake_cuStreamWaitEvent),
+    FAKE_IMPL("cuStreamGetFlags", 5050, fake_cuStreamGetFlags),
+    FAKE_IMPL_PT("cuStreamGetFlags", 7000, fake_cuStreamGetFlags),
+    FAKE_IMPL("cuStreamGetPriority", 5050, fake_cuStreamGetPriority),
+    FAKE_IMPL_PT("cuStreamGetPriority", 7000, fake_cuStreamGetPriority),
+    FAKE_IMPL("cuStreamGetId", 12000, fake_cuStreamGetId),
+    FAKE_IMPL_PT("cuStreamGetId", 12000, fake_cuStreamGetId),
+    FAKE_IMPL("cuStreamGetCtx", 9020, fake_cuStreamGetCtx_v1),
+    FAKE_IMPL_PT("cuStreamGetCtx", 9020, fake_cuStreamGetCtx_v1),
+    FAKE_IMPL("cuStreamGetCtx", 12050, fake_cuStreamGetCtx),
+    FAKE_IMPL_PT("cuStreamGetCtx", 12050, fake_cuStreamGetCtx),
+    FAKE_IMPL("cuLaunchHostFunc", 10000, fake_cuLaunchHostFunc),
+    FAKE_IMPL_PT("cuLaunchHostFunc", 10000, fake_cuLaunchHostFunc),
+    FAKE_IMPL("cuStreamBeginCapture", 10010, fake_cuStreamBeginCapture),
+    FAKE_IMPL_PT("cuStreamBeginCapture", 10010, fake_cuStreamBeginCapture),
+    FAKE_IMPL("cuStreamEndCapture", 10000, fake_cuStreamEndCapture),
+    FAKE_IMPL_PT("cuStreamEndCapture", 10000, fake_cuStreamEndCapture),
+    FAKE_IMPL("cuStreamIsCapturing", 10000, fake_cuStreamIsCapturing),
+    FAKE_IMPL_PT("cuStreamIsCapturing", 10000, fake_cuStreamIsCapturing),
+    FAKE_IMPL("cuEventCreate", 2000, fake_cuEventCreate),
+    FAKE_IMPL("cuEventDestroy", 4000, fake_cuEventDestroy),
+    FAKE_IMPL("cuEventRecord", 2000, fake_cuEventRecord),
+    FAKE_IMPL_PT("cuEventRecord", 7000, fake_cuEventRecord),
+    FAKE_IMPL("cuEventRecordWithFlags", 11010, fake_cuEventRecordWithFlags),
+    FAKE_IMPL_PT("cuEventRecordWithFlags", 11010, fake_cuEventRecordWithFlags),
+    FAKE_IMPL("cuEventQuery", 2000, fake_cuEventQuery),
+    FAKE_IMPL("cuEventSynchronize", 2000, fake_cuEventSynchronize),
+    FAKE_IMPL("cuEventElapsedTime", 2000, fake_cuEventElapsedTime),
+    FAKE_IMPL("cuEventElapsedTime", 12080, fake_cuEventElapsedTime),
+    FAKE_IMPL("cuGraphCreate", 10000, fake_cuGraphCreate),
+    FAKE_IMPL("cuGraphDestroy", 10000, fake_cuGraphDestroy),
+    FAKE_IMPL("cuGraphGetNodes", 10000, fake_cuGraphGetNodes),
+    FAKE_IMPL("cuGraphNodeGetType", 10000, fake_cuGraphNodeGetType),
+    FAKE_IMPL("cuGraphInstantiateWithFlags", 11040, fake_cuGraphInstantiateWithFlags),
+    FAKE_IMPL("cuGraphLaunch", 10000, fake_cuGraphLaunch),
+    FAKE_IMPL_PT("cuGraphLaunch", 10000, fake_cuGraphLaunch),
+    FAKE_IMPL("cuGraphExecDestroy", 10000, fake_cuGraphExecDestroy),
+    FAKE_IMPL_END,
+};
