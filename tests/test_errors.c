@@ -1,0 +1,81 @@
+/*
+ * cuabi_error_name / cuabi_error_string: never NULL, never load the driver,
+ * cuabi's own codes in their reserved range, CUDA's codes from a built-in
+ * table before the driver is loaded and from the driver once it is.
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+static const CUresult own_codes[] = {
+    CUABI_ERROR_DRIVER_NOT_FOUND, CUABI_ERROR_DRIVER_STUB,     CUABI_ERROR_DRIVER_UNUSABLE,
+    CUABI_ERROR_ENTRY_POINT_NOT_FOUND, CUABI_ERROR_DRIVER_TOO_OLD, CUABI_ERROR_BAD_ENVIRONMENT,
+    CUABI_ERROR_BAD_SIGNATURE,   CUABI_ERROR_ALREADY_LOADED,
+};
+static const char *const own_names[] = {
+    "CUABI_ERROR_DRIVER_NOT_FOUND", "CUABI_ERROR_DRIVER_STUB",     "CUABI_ERROR_DRIVER_UNUSABLE",
+    "CUABI_ERROR_ENTRY_POINT_NOT_FOUND", "CUABI_ERROR_DRIVER_TOO_OLD", "CUABI_ERROR_BAD_ENVIRONMENT",
+    "CUABI_ERROR_BAD_SIGNATURE",   "CUABI_ERROR_ALREADY_LOADED",
+};
+
+static int driver_in_process(void)
+{
+    void *h = dlopen(fake_path(), RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL)
+        dlclose(h); /* drops only the reference RTLD_NOLOAD added */
+    return h != NULL;
+}
+
+/* Runs first, before anything in this process loads the driver. */
+static void test_before_load(void **state)
+{
+    (void)state;
+    assert_false(driver_in_process());
+    for (size_t i = 0; i < sizeof own_codes / sizeof own_codes[0]; i++) {
+        /* The frozen numbers: 100001 upwards, in the reserved range. */
+        assert_int_equal((int)own_codes[i], 100001 + (int)i);
+        assert_string_equal(cuabi_error_name(own_codes[i]), own_names[i]);
+        assert_true(strlen(cuabi_error_string(own_codes[i])) > 20);
+    }
+    assert_string_equal(cuabi_error_name(CUDA_SUCCESS), "CUDA_SUCCESS");
+    assert_string_equal(cuabi_error_name(CUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
+    assert_string_equal(cuabi_error_name(CUDA_ERROR_STUB_LIBRARY), "CUDA_ERROR_STUB_LIBRARY");
+    assert_string_equal(cuabi_error_name(CUDA_ERROR_UNKNOWN), "CUDA_ERROR_UNKNOWN");
+    assert_string_equal(cuabi_error_name((CUresult)123456), "CUABI_UNKNOWN_RESULT_CODE");
+    assert_string_equal(cuabi_error_name((CUresult)100999), "CUABI_UNKNOWN_RESULT_CODE");
+    assert_non_null(cuabi_error_string((CUresult)123456));
+    assert_non_null(cuabi_error_string(CUDA_ERROR_OUT_OF_MEMORY));
+    /* cuabi_version does not load either. */
+    assert_int_equal(cuabi_version(), CUABI_VERSION);
+    assert_false(driver_in_process());
+}
+
+/* Once the driver is loaded, CUDA's codes are described by the driver: the
+ * fake describes them in its own words, which differ from cuabi's table. */
+static void test_after_load(void **state)
+{
+    (void)state;
+    const char *builtin = cuabi_error_string(CUDA_ERROR_OUT_OF_MEMORY);
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s", builtin);
+    check_cu(cuabi_driver_status());
+    assert_true(driver_in_process());
+    assert_string_equal(cuabi_error_string(CUDA_ERROR_OUT_OF_MEMORY), "out of memory");
+    assert_string_not_equal(saved, "out of memory");
+    assert_string_equal(cuabi_error_name(CUDA_ERROR_OUT_OF_MEMORY), "CUDA_ERROR_OUT_OF_MEMORY");
+    /* Own codes never go to the driver. */
+    assert_string_equal(cuabi_error_name(CUABI_ERROR_DRIVER_TOO_OLD), "CUABI_ERROR_DRIVER_TOO_OLD");
+    /* A code the driver does not know falls back to the table, still not NULL. */
+    assert_string_equal(cuabi_error_name((CUresult)123456), "CUABI_UNKNOWN_RESULT_CODE");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_before_load),
+        cmocka_unit_test(test_after_load),
+    };
+    return cmocka_run_group_tests_name("error names and strings", tests, NULL, NULL);
+}

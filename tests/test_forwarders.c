@@ -1,0 +1,292 @@
+/*
+ * Every forwarder passes every argument through unchanged, returns the
+ * driver's result unchanged, and resolves its entry point once, with the
+ * pinned version and the stream-mode flags.
+ *
+ * The fake driver runs in record mode (FAKECUDA_MODE=record): each entry point
+ * it hands out is a libffi closure that records the raw bits of its arguments
+ * and how it was requested. For each row of tests/generated/entry_points.h the
+ * test finds cuabi_<name> with dlsym, calls it through libffi with sentinel
+ * values that differ per entry and per argument, and compares what the driver
+ * saw. ctest runs this program twice, in separate processes: once as is
+ * (legacy default stream) and once with CUABI_PER_THREAD_DEFAULT_STREAM=1,
+ * because the stream mode is chosen once per process.
+ */
+#define _GNU_SOURCE
+#include "support.h"
+#include "fake/signature.h"
+
+#include <dlfcn.h>
+#include <ffi.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct entry {
+    unsigned index;
+    const char *name;
+    const char *driver_name;
+    int version;
+    int ptds_version;
+    const char *signature;
+};
+
+#define CUABI_ENTRY(index, name, driver_name, version, ptds_version, signature) \
+    { index, #name, driver_name, version, ptds_version, signature },
+static const struct entry entries[] = {
+#include "generated/entry_points.h"
+};
+#undef CUABI_ENTRY
+
+#define ENTRY_COUNT (sizeof entries / sizeof entries[0])
+
+static fakecuda_record_set_result_fn set_result;
+static fakecuda_record_count_fn record_count;
+static fakecuda_record_last_fn record_last;
+static int per_thread;
+
+/* One argument value, whatever its letter. */
+union value {
+    uint8_t B;
+    uint16_t H;
+    int32_t i;
+    uint32_t u;
+    int64_t q;
+    uint64_t Q;
+    size_t z;
+    void *p;
+    float f;
+    double d;
+};
+
+/* A value no other (entry, argument) pair uses, and the raw bits the driver
+ * must see for it (integers zero-extended from their width, floats as bits). */
+static void sentinel(unsigned entry, unsigned arg, char c, union value *v, uint64_t *bits)
+{
+    uint64_t tag = ((uint64_t)entry << 8) | arg;
+    memset(v, 0, sizeof *v);
+    switch (c) {
+    case 'B':
+        v->B = (uint8_t)(0x80 | (tag & 0x7F));
+        *bits = v->B;
+        break;
+    case 'H':
+        v->H = (uint16_t)(0x8000 | (tag & 0x7FFF));
+        *bits = v->H;
+        break;
+    case 'i':
+        v->i = (int32_t)(0x80000000u | (uint32_t)tag); /* negative: no sign extension */
+        *bits = (uint32_t)v->i;
+        break;
+    case 'I':
+        v->u = 0x40000000u | (uint32_t)tag;
+        *bits = v->u;
+        break;
+    case 'q':
+        v->q = (int64_t)(0xC0DE000000000000ull | tag << 4 | 0x9);
+        *bits = (uint64_t)v->q;
+        break;
+    case 'Q':
+        v->Q = 0xB0BA000000000000ull | tag << 4 | 0xA;
+        *bits = v->Q;
+        break;
+    case 'z':
+        v->z = (size_t)(0xA11C000000000000ull | tag << 4 | 0xB);
+        *bits = (uint64_t)v->z;
+        break;
+    case 'p':
+        /* Never dereferenced: neither the forwarder nor the closure looks behind it. */
+        v->p = (void *)(uintptr_t)(0x00007E5700000000ull | tag << 4 | 0xC);
+        *bits = (uint64_t)(uintptr_t)v->p;
+        break;
+    case 'f': {
+        uint32_t u;
+        v->f = (float)tag + 0.5f;
+        memcpy(&u, &v->f, sizeof u);
+        *bits = u;
+        break;
+    }
+    case 'd':
+        v->d = (double)tag * 3.0 + 0.25;
+        memcpy(bits, &v->d, sizeof *bits);
+        break;
+    }
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    set_result = (fakecuda_record_set_result_fn)fake_symbol("fakecuda_record_set_result");
+    record_count = (fakecuda_record_count_fn)fake_symbol("fakecuda_record_count");
+    record_last = (fakecuda_record_last_fn)fake_symbol("fakecuda_record_last");
+    if (!((fakecuda_is_record_mode_fn)fake_symbol("fakecuda_is_record_mode"))()) {
+        fprintf(stderr, "the fake driver must run with FAKECUDA_MODE=record\n");
+        return -1;
+    }
+    if (cuabi_driver_status() != CUDA_SUCCESS) {
+        fprintf(stderr, "cuabi could not load the fake driver:\n%s", cuabi_driver_report());
+        return -1;
+    }
+    per_thread = cuabi_default_stream_mode();
+    const char *env = getenv("CUABI_PER_THREAD_DEFAULT_STREAM");
+    int expected = env != NULL && strcmp(env, "1") == 0;
+    if (per_thread != expected) {
+        fprintf(stderr, "stream mode %d, expected %d\n", per_thread, expected);
+        return -1;
+    }
+    return 0;
+}
+
+/* The leaves (scalar members and bytes) of a struct type: their offsets and sizes. */
+struct leaf {
+    size_t offset, size;
+};
+
+static void struct_leaves(ffi_type *t, size_t base, struct leaf *leaves, unsigned *n)
+{
+    size_t offsets[SIG_MAX_ELEMENTS];
+    assert_int_equal(ffi_get_struct_offsets(FFI_DEFAULT_ABI, t, offsets), FFI_OK);
+    for (unsigned k = 0; t->elements[k] != NULL; k++) {
+        ffi_type *m = t->elements[k];
+        if (m->type == FFI_TYPE_STRUCT) {
+            struct_leaves(m, base + offsets[k], leaves, n);
+        } else {
+            assert_true(*n < SIG_MAX_ELEMENTS);
+            leaves[*n].offset = base + offsets[k];
+            leaves[*n].size = m->size;
+            (*n)++;
+        }
+    }
+}
+
+/* What was sent, to compare with what the driver saw. */
+struct sent {
+    uint64_t bits[FAKECUDA_MAX_ARGS];
+    unsigned char structs[FAKECUDA_MAX_ARGS][FAKECUDA_MAX_STRUCT];
+};
+
+static void call_forwarder(const struct entry *e, void *fn, CUresult result, struct sent *sent)
+{
+    static struct signature sig; /* large; parsed per call */
+    union value values[FAKECUDA_MAX_ARGS];
+    void *argv[FAKECUDA_MAX_ARGS];
+    if (signature_parse(e->signature, &sig) != 0)
+        fail_msg("%s: cannot parse the signature \"%s\"", e->name, e->signature);
+    assert_true(sig.nargs <= FAKECUDA_MAX_ARGS);
+    ffi_cif cif;
+    assert_int_equal(ffi_prep_cif(&cif, FFI_DEFAULT_ABI, sig.nargs, &ffi_type_uint32, sig.args), FFI_OK);
+    memset(sent, 0, sizeof *sent);
+    for (unsigned k = 0; k < sig.nargs; k++) {
+        if (sig.codes[k] == '{') {
+            /* Every byte of every member gets a value of its own. */
+            struct leaf leaves[SIG_MAX_ELEMENTS];
+            unsigned n = 0;
+            assert_true(sig.args[k]->size <= FAKECUDA_MAX_STRUCT);
+            struct_leaves(sig.args[k], 0, leaves, &n);
+            for (unsigned l = 0; l < n; l++)
+                for (size_t b = 0; b < leaves[l].size; b++)
+                    sent->structs[k][leaves[l].offset + b] = (unsigned char)(e->index * 31u + l * 7u + b + 1u);
+            sent->bits[k] = sig.args[k]->size;
+            argv[k] = sent->structs[k];
+        } else {
+            sentinel(e->index, k, sig.codes[k], &values[k], &sent->bits[k]);
+            argv[k] = &values[k];
+        }
+    }
+    ffi_arg ret = 0;
+    set_result((int)result);
+    ffi_call(&cif, FFI_FN(fn), &ret, argv);
+    assert_cu(result, (CUresult)(uint32_t)ret);
+}
+
+static void check_recorded(const struct entry *e, const struct sent *sent)
+{
+    static struct signature sig;
+    static struct fakecuda_call call;
+    assert_int_equal(signature_parse(e->signature, &sig), 0);
+    assert_true(record_last(&call));
+    assert_string_equal(call.name, e->driver_name);
+    assert_string_equal(call.signature, e->signature);
+    assert_int_equal(call.nargs, sig.nargs);
+    for (unsigned k = 0; k < call.nargs; k++) {
+        if (call.args[k] != sent->bits[k])
+            print_error("%s argument %u ('%c'): driver saw 0x%016llx, sent 0x%016llx\n", e->name, k,
+                        sig.codes[k], (unsigned long long)call.args[k], (unsigned long long)sent->bits[k]);
+        assert_true(call.args[k] == sent->bits[k]);
+        if (sig.codes[k] == '{') {
+            struct leaf leaves[SIG_MAX_ELEMENTS];
+            unsigned n = 0;
+            struct_leaves(sig.args[k], 0, leaves, &n);
+            for (unsigned l = 0; l < n; l++)
+                assert_memory_equal(call.struct_bytes[k] + leaves[l].offset, sent->structs[k] + leaves[l].offset,
+                                    leaves[l].size);
+        }
+    }
+    /* Resolved with the pinned version and the flags of the process's mode. */
+    int pinned = per_thread ? e->ptds_version : e->version;
+    unsigned long long flags = per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                          : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+    assert_int_equal(call.requested_version, pinned);
+    assert_int_equal(call.requested_flags, flags);
+    assert_int_equal(call.impl_version, pinned);
+    assert_int_equal(call.per_thread, per_thread);
+}
+
+static void test_forwarder(void **state)
+{
+    const struct entry *e = *state;
+    char symbol[160];
+    snprintf(symbol, sizeof symbol, "cuabi_%s", e->name);
+    void *fn = dlsym(RTLD_DEFAULT, symbol);
+    if (fn == NULL)
+        print_error("libcuabi does not export %s\n", symbol);
+    assert_non_null(fn);
+
+    struct fakecuda_request before, after;
+    int asked_before = fake_request_info(e->driver_name, &before);
+    uint64_t count = record_count();
+    static struct sent sent;
+
+    /* First call: resolves, then calls. The result is distinct per entry. */
+    call_forwarder(e, fn, (CUresult)(1000 + e->index), &sent);
+    assert_int_equal(record_count(), count + 1);
+    check_recorded(e, &sent);
+    assert_true(fake_request_info(e->driver_name, &after));
+    assert_int_equal(after.count, (asked_before ? before.count : 0) + 1);
+    assert_int_equal(after.version, per_thread ? e->ptds_version : e->version);
+
+    /* Second call: served from the cached slot, the driver is not asked again. */
+    call_forwarder(e, fn, CUDA_SUCCESS, &sent);
+    assert_int_equal(record_count(), count + 2);
+    check_recorded(e, &sent);
+    struct fakecuda_request again;
+    assert_true(fake_request_info(e->driver_name, &again));
+    assert_int_equal(again.count, after.count);
+}
+
+/* The table is complete: as many forwarders as the generated table has rows,
+ * and every index appears once, in order. */
+static void test_table_is_dense(void **state)
+{
+    (void)state;
+    assert_true(ENTRY_COUNT >= 443);
+    for (size_t i = 0; i < ENTRY_COUNT; i++)
+        assert_int_equal(entries[i].index, i);
+}
+
+int main(void)
+{
+    struct CMUnitTest *tests = calloc(ENTRY_COUNT + 1, sizeof *tests);
+    if (tests == NULL)
+        return 1;
+    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_table_is_dense);
+    for (size_t i = 0; i < ENTRY_COUNT; i++) {
+        tests[i + 1].name = entries[i].name;
+        tests[i + 1].test_func = test_forwarder;
+        tests[i + 1].initial_state = (void *)&entries[i];
+    }
+    int failed = _cmocka_run_group_tests(getenv("CUABI_PER_THREAD_DEFAULT_STREAM") ? "forwarders (per-thread)"
+                                                                                : "forwarders (legacy)",
+                                         tests, ENTRY_COUNT + 1, group_setup, NULL);
+    free(tests);
+    return failed;
+}

@@ -1,0 +1,359 @@
+/*
+ * Loading the driver, one scenario per process (argv[1]; ctest sets the
+ * environment of each, see tests/CMakeLists.txt). Each checks the status code
+ * docs/abi.md documents, that cuabi_driver_report() names the cause, and that
+ * calls keep returning that code without crashing.
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *scenario;
+
+static void skip_with(const char *why)
+{
+    printf("skipped: %s\n", why);
+    fflush(stdout);
+    exit(TEST_SKIPPED);
+}
+
+static const char *env(const char *name)
+{
+    const char *value = getenv(name);
+    if (value == NULL)
+        fail_msg("the scenario %s needs %s in the environment", scenario, name);
+    return value;
+}
+
+static char *real(const char *path)
+{
+    static char buf[PATH_MAX];
+    if (realpath(path, buf) == NULL)
+        fail_msg("realpath(%s) failed", path);
+    return buf;
+}
+
+/* A failed load answers every kind of call with the load's status. */
+static void assert_every_call_fails_with(CUresult status)
+{
+    CUdeviceptr p;
+    int version = 0;
+    void *fn = NULL;
+    int *pv = &version;
+    void *args[] = { &pv };
+    assert_cu(status, cuabi_driver_status());
+    assert_cu(status, cuabi_cuInit(0));
+    assert_cu(status, cuabi_cuMemAlloc(&p, 16));
+    assert_cu(status, cuabi_cuDriverGetVersion(&version));
+    assert_cu(status, cuabi_driver_version(&version));
+    assert_cu(status, cuabi_get_proc("cuInit", 2000, 0, &fn));
+    assert_cu(status, cuabi_call("cuDriverGetVersion", 0, "p", args));
+    unsigned char packet[CUABI_LAUNCH_HEADER_SIZE] = { 0 };
+    assert_cu(status, cuabi_launch_packed(NULL, NULL, packet, sizeof packet));
+    assert_null(cuabi_driver_path());
+    assert_cu(status, cuabi_load(NULL)); /* the outcome is final */
+    /* The report explains the code by name. */
+    assert_contains(cuabi_driver_report(), cuabi_error_name(status));
+    assert_contains(cuabi_driver_report(), "what to do");
+}
+
+static int driver_library_in_process(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL)
+        dlclose(h);
+    return h != NULL;
+}
+
+/* Whether this machine has a libcuda.so.1 the search would find (checked in
+ * a child, so this process loads nothing). */
+static int system_has_driver(void)
+{
+    static const char *const folders[] = {
+        "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64", "/usr/lib64/nvidia", "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu", "/usr/lib64", "/usr/lib",
+    };
+    for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/libcuda.so.1", folders[i]);
+        if (access(path, F_OK) == 0)
+            return 1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != NULL ? 1 : 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+
+/* ------------------------------------------------------------- scenarios */
+
+static void fake_driver(void)
+{
+    const char *path = env("CUABI_LIBCUDA");
+    check_cu(cuabi_driver_status());
+    assert_string_equal(cuabi_driver_path(), real(path));
+    const char *report = cuabi_driver_report();
+    assert_contains(report, "CUABI_LIBCUDA=");
+    assert_contains(report, "opened");
+    assert_contains(report, real(path));
+    assert_contains(report, "legacy");
+    int version = 0;
+    check_cu(cuabi_driver_version(&version));
+    assert_int_equal(version, 13000);
+    assert_int_equal(cuabi_default_stream_mode(), 0);
+    /* Later load requests: the same driver is fine, another is refused. */
+    check_cu(cuabi_load(NULL));
+    check_cu(cuabi_load(path));
+    assert_cu(CUABI_ERROR_ALREADY_LOADED, cuabi_load("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_load("libcuda.so.1"));
+    check_cu(cuabi_set_default_stream_mode(0));
+    assert_cu(CUABI_ERROR_ALREADY_LOADED, cuabi_set_default_stream_mode(1));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_set_default_stream_mode(2));
+    check_cu(cuabi_cuInit(0));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_driver_version(NULL));
+    /* Nothing was resolved eagerly: a handful of look-ups, not one per entry point. */
+    uint64_t asked = ((fakecuda_request_total_fn)fake_symbol("fakecuda_request_total"))();
+    assert_in_range(asked, 1, 8);
+}
+
+static void no_driver(void)
+{
+    if (system_has_driver())
+        skip_with("this machine has a libcuda.so.1 the search finds; the no-driver case cannot be staged here");
+    assert_every_call_fails_with(CUABI_ERROR_DRIVER_NOT_FOUND);
+    const char *report = cuabi_driver_report();
+    assert_contains(report, "libcuda.so.1 through the system search: dlopen failed");
+    assert_contains(report, "/usr/local/nvidia/lib64/libcuda.so.1: not present");
+    assert_contains(report, "install the NVIDIA driver");
+}
+
+static void toolkit_stub(void)
+{
+    const char *stub = env("CUABI_LIBCUDA");
+    if (access(stub, F_OK) != 0)
+        skip_with("the CUDA toolkit's stub libcuda.so is not installed here");
+    assert_every_call_fails_with(CUABI_ERROR_DRIVER_STUB);
+    assert_contains(cuabi_driver_report(), "toolkit stub");
+    assert_contains(cuabi_driver_report(), real(stub));
+}
+
+static void relative_path(void)
+{
+    assert_every_call_fails_with(CUABI_ERROR_BAD_ENVIRONMENT);
+    assert_contains(cuabi_driver_report(), "CUABI_LIBCUDA=\"libcuda.so.1\"");
+    assert_contains(cuabi_driver_report(), "not an absolute path");
+}
+
+static void missing_file(void)
+{
+    assert_every_call_fails_with(CUABI_ERROR_DRIVER_NOT_FOUND);
+    assert_contains(cuabi_driver_report(), env("CUABI_LIBCUDA"));
+    assert_contains(cuabi_driver_report(), "dlopen failed");
+    assert_contains(cuabi_driver_report(), "check the path named above");
+}
+
+static void not_a_library(void)
+{
+    assert_every_call_fails_with(CUABI_ERROR_DRIVER_NOT_FOUND);
+    assert_contains(cuabi_driver_report(), env("CUABI_LIBCUDA"));
+    /* The dynamic loader's own words for a file that is not ELF. */
+    const char *report = cuabi_driver_report();
+    if (strstr(report, "invalid ELF header") == NULL && strstr(report, "file too short") == NULL)
+        fail_msg("the report does not say why the file could not be loaded:\n%s", report);
+}
+
+static void no_get_proc_address(void)
+{
+    assert_every_call_fails_with(CUABI_ERROR_DRIVER_UNUSABLE);
+    assert_contains(cuabi_driver_report(), "no cuGetProcAddress_v2");
+    assert_contains(cuabi_driver_report(), real(env("CUABI_LIBCUDA")));
+}
+
+static void old_driver(void)
+{
+    /* A 12.0 driver: entry points pinned to newer ABIs are refused one by
+     * one, everything else works. */
+    check_cu(cuabi_driver_status());
+    int version = 0;
+    check_cu(cuabi_driver_version(&version));
+    assert_int_equal(version, 12000);
+    check_cu(cuabi_cuInit(0));
+    CUcontext ctx = NULL;
+    assert_cu(CUABI_ERROR_DRIVER_TOO_OLD, cuabi_cuCtxCreate(&ctx, NULL, 0, 0)); /* pinned 12050 */
+    assert_cu(CUABI_ERROR_DRIVER_TOO_OLD, cuabi_cuCtxCreate(&ctx, NULL, 0, 0)); /* remembered */
+    struct fakecuda_request asked;
+    assert_true(fake_request_info("cuCtxCreate", &asked));
+    assert_int_equal(asked.count, 1);
+    assert_int_equal(asked.version, 12050);
+    float ms;
+    assert_cu(CUABI_ERROR_DRIVER_TOO_OLD, cuabi_cuEventElapsedTime(&ms, NULL, NULL)); /* 12080 */
+    assert_cu(CUABI_ERROR_DRIVER_TOO_OLD, cuabi_cuCtxSynchronize_v2(NULL));           /* 13000 */
+    assert_string_equal(cuabi_error_name(CUABI_ERROR_DRIVER_TOO_OLD), "CUABI_ERROR_DRIVER_TOO_OLD");
+    assert_contains(cuabi_error_string(CUABI_ERROR_DRIVER_TOO_OLD), "update the driver");
+    /* Older entry points work. */
+    CUdeviceptr p;
+    check_cu(cuabi_cuDevicePrimaryCtxRetain(&ctx, 0));
+    check_cu(cuabi_cuCtxSetCurrent(ctx));
+    check_cu(cuabi_cuMemAlloc(&p, 64));
+    check_cu(cuabi_cuMemFree(p));
+    check_cu(cuabi_cuCtxSynchronize());
+    check_cu(cuabi_cuDevicePrimaryCtxRelease(0));
+    /* An entry point the driver does not have at all. */
+    assert_cu(CUABI_ERROR_ENTRY_POINT_NOT_FOUND, cuabi_cuArrayCreate(NULL, NULL));
+    assert_contains(cuabi_driver_report(), "opened");
+}
+
+static void bad_stream_mode(const char *value)
+{
+    assert_every_call_fails_with(CUABI_ERROR_BAD_ENVIRONMENT);
+    assert_int_equal(cuabi_default_stream_mode(), -1);
+    char expected[64];
+    snprintf(expected, sizeof expected, "CUABI_PER_THREAD_DEFAULT_STREAM=\"%s\"", value);
+    assert_contains(cuabi_driver_report(), expected);
+    assert_contains(cuabi_driver_report(), "must be \"0\"");
+    /* The driver was not even opened. */
+    assert_false(driver_library_in_process(env("CUABI_LIBCUDA")));
+}
+
+static void per_thread_mode(void)
+{
+    check_cu(cuabi_driver_status());
+    assert_int_equal(cuabi_default_stream_mode(), 1);
+    assert_contains(cuabi_driver_report(), "per-thread");
+    check_cu(cuabi_set_default_stream_mode(1));
+    assert_cu(CUABI_ERROR_ALREADY_LOADED, cuabi_set_default_stream_mode(0));
+    check_cu(cuabi_cuInit(0));
+    struct fakecuda_request asked;
+    assert_true(fake_request_info("cuInit", &asked));
+    assert_int_equal(asked.flags, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    CUstream s = NULL;
+    CUcontext ctx;
+    check_cu(cuabi_cuDevicePrimaryCtxRetain(&ctx, 0));
+    check_cu(cuabi_cuCtxSetCurrent(ctx));
+    check_cu(cuabi_cuStreamSynchronize(s));
+    assert_true(fake_request_info("cuStreamSynchronize", &asked));
+    assert_int_equal(asked.version, 7000); /* the _ptsz variant */
+    check_cu(cuabi_cuDevicePrimaryCtxRelease(0));
+}
+
+static void set_mode_beats_env(void)
+{
+    check_cu(cuabi_set_default_stream_mode(1)); /* before the load: wins over the environment */
+    check_cu(cuabi_driver_status());
+    assert_int_equal(cuabi_default_stream_mode(), 1);
+    assert_contains(cuabi_driver_report(), "cuabi_set_default_stream_mode(1)");
+}
+
+static void explicit_load(void)
+{
+    const char *path = env("FAKE_DRIVER");
+    assert_null(getenv("CUABI_LIBCUDA"));
+    check_cu(cuabi_load(path));
+    assert_string_equal(cuabi_driver_path(), real(path));
+    assert_contains(cuabi_driver_report(), "cuabi_load(");
+    check_cu(cuabi_load(path));
+    assert_cu(CUABI_ERROR_ALREADY_LOADED, cuabi_load("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+}
+
+static void explicit_load_relative(void)
+{
+    /* A relative path is refused without using up the one load. */
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_load("libfakecuda.so"));
+    check_cu(cuabi_load(env("FAKE_DRIVER")));
+    assert_string_equal(cuabi_driver_path(), real(env("FAKE_DRIVER")));
+}
+
+static void already_in_process(void)
+{
+    const char *path = env("FAKE_SYSDRIVER");
+    assert_null(getenv("CUABI_LIBCUDA"));
+    void *mine = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    assert_non_null(mine);
+    check_cu(cuabi_driver_status());
+    assert_contains(cuabi_driver_report(), "libcuda.so.1 already in this process: opened");
+    assert_string_equal(cuabi_driver_path(), real(path));
+    int version = 0;
+    check_cu(cuabi_driver_version(&version));
+    assert_int_equal(version, 13000);
+}
+
+static void system_search(void)
+{
+    assert_null(getenv("CUABI_LIBCUDA"));
+    char expected[PATH_MAX + 32];
+    snprintf(expected, sizeof expected, "%s/libcuda.so.1", env("LD_LIBRARY_PATH"));
+    check_cu(cuabi_driver_status());
+    assert_contains(cuabi_driver_report(), "libcuda.so.1 through the system search: opened");
+    assert_string_equal(cuabi_driver_path(), real(expected));
+}
+
+static void no_device(void)
+{
+    check_cu(cuabi_driver_status());
+    assert_cu(CUDA_ERROR_NO_DEVICE, cuabi_cuInit(0)); /* the driver's answer, passed through */
+    assert_string_equal(cuabi_error_name(CUDA_ERROR_NO_DEVICE), "CUDA_ERROR_NO_DEVICE");
+    int count = -1;
+    assert_cu(CUDA_ERROR_NOT_INITIALIZED, cuabi_cuDeviceGetCount(&count));
+}
+
+static void test_scenario(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } scenarios[] = {
+        { "fake_driver", fake_driver },
+        { "no_driver", no_driver },
+        { "toolkit_stub", toolkit_stub },
+        { "relative_path", relative_path },
+        { "missing_file", missing_file },
+        { "not_a_library", not_a_library },
+        { "no_get_proc_address", no_get_proc_address },
+        { "old_driver", old_driver },
+        { "per_thread_mode", per_thread_mode },
+        { "set_mode_beats_env", set_mode_beats_env },
+        { "explicit_load", explicit_load },
+        { "explicit_load_relative", explicit_load_relative },
+        { "already_in_process", already_in_process },
+        { "system_search", system_search },
+        { "no_device", no_device },
+    };
+    if (strcmp(scenario, "bad_stream_mode") == 0) {
+        bad_stream_mode("yes");
+        return;
+    }
+    if (strcmp(scenario, "empty_stream_mode") == 0) {
+        bad_stream_mode("");
+        return;
+    }
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+        if (strcmp(scenarios[i].name, scenario) == 0) {
+            scenarios[i].run();
+            return;
+        }
+    }
+    fail_msg("unknown scenario %s", scenario);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_loading SCENARIO (see tests/CMakeLists.txt)\n");
+        return 2;
+    }
+    scenario = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scenario),
+    };
+    return cmocka_run_group_tests_name(scenario, tests, NULL, NULL);
+}
