@@ -79,6 +79,8 @@ class Setup:
         if os.path.exists(self.library):
             self.env["CUABI_LIBRARY"] = os.path.abspath(self.library)
         self.env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        self.deadline = time.monotonic() + args.time_limit
+        self.cut_short = []        # phases stopped by the time limit
         self.fake = None
         if args.fake:
             self.use_fake(args.fake)
@@ -102,6 +104,18 @@ class Setup:
         self.env["CUABI_LIBCUDA"] = link
         self.env["LD_LIBRARY_PATH"] = os.pathsep.join(
             p for p in (folder, self.env.get("LD_LIBRARY_PATH")) if p)
+
+    def left(self):
+        """Seconds left before the time limit, keeping 20 s for the report."""
+        return self.deadline - 20 - time.monotonic()
+
+    def out_of_time(self, phase):
+        if self.left() > 0:
+            return False
+        if phase not in self.cut_short:
+            self.cut_short.append(phase)
+            self.skip(f"the rest of the {phase} phase", f"--time-limit of {self.args.time_limit:g} s reached")
+        return True
 
     def skip(self, what, why):
         log(f"skipped: {what}: {why}")
@@ -273,17 +287,20 @@ def run_startup(setup, contenders, binaries, rounds, budget_s):
     active = list(contenders)
     started = time.monotonic()
     r = 0
-    while r < rounds and active:
+    while r < rounds and active and not setup.out_of_time("start-up"):
         order = list(active)
         rng.shuffle(order)
         for c in order:
+            if setup.out_of_time("start-up"):
+                break
             try:
                 proc = subprocess.run(startup_command(setup, c, binaries), capture_output=True,
-                                      text=True, timeout=180, env=setup.child_env(c))
+                                      text=True, timeout=max(10, min(180, setup.left())),
+                                      env=setup.child_env(c))
                 result = last_json(proc.stdout) or {
                     "error": (proc.stderr.strip() or "no output")[-400:]}
-            except subprocess.TimeoutExpired:
-                result = {"error": "took over 180 s"}
+            except subprocess.TimeoutExpired as exc:
+                result = {"error": f"took over {exc.timeout:.0f} s"}
             if "version" in result:
                 versions[c.name] = result["version"]
             if "error" in result:
@@ -338,6 +355,7 @@ class Worker:
         threading.Thread(target=self._pump, daemon=True).start()
         self.offered, self.skipped, self.info = {}, {}, {}
         self.failure = None
+        self.lost = False
 
     def _pump(self):
         for line in self.proc.stdout:
@@ -348,9 +366,12 @@ class Worker:
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
-            raise TimeoutError(f"no answer in {timeout:.0f} s")
+            self.proc.kill()  # its answers would come out of step from now on
+            self.lost = True
+            raise Lost(f"no answer in {timeout:.0f} s")
         if line is None:
-            raise EOFError("the process ended; see " + os.path.relpath(self.log_path, REPO))
+            self.lost = True
+            raise Lost("the process ended; see " + os.path.relpath(self.log_path, REPO))
         return line
 
     def handshake(self, timeout=300):
@@ -370,7 +391,7 @@ class Worker:
                     self.skipped[name] = text
                 elif kind == "info":
                     self.info[name] = text
-        except (TimeoutError, EOFError) as exc:
+        except Lost as exc:
             self.failure = f"{exc} ({self.stderr_tail()})"
             return False
 
@@ -405,10 +426,20 @@ class Worker:
         self.stderr.close()
 
 
-def calibrate(worker, op):
+class OutOfTime(Exception):
+    pass
+
+
+class Lost(Exception):
+    """A worker stopped answering or ended: nothing more is asked of it."""
+
+
+def calibrate(setup, worker, op):
     """(n, warm): a batch of about op.target_ms, warm-up of about a tenth."""
     n = 1
     while True:
+        if setup.out_of_time("steady-state"):
+            raise OutOfTime()
         ns = worker.run(op, n, 1)
         if ns >= 2e6 or n >= 1_000_000 or (ns >= 2e5 and n * (op.target_ms * 1e6 / ns) < 10):
             break
@@ -449,28 +480,43 @@ def run_steady(setup, workers, rounds, budget_s):
             if op.name in w.skipped or op.name not in w.offered:
                 entry[w.name] = {"skipped": w.skipped.get(op.name, "not offered")}
                 continue
+            if w.lost:
+                entry[w.name] = {"skipped": "the worker was lost earlier"}
+                continue
             try:
-                plans[w.name, op.name] = calibrate(w, op)
-            except (RuntimeError, TimeoutError, EOFError) as exc:
+                plans[w.name, op.name] = calibrate(setup, w, op)
+            except OutOfTime:
+                entry[w.name] = {"skipped": "the time limit came first"}
+                continue
+            except (RuntimeError, Lost) as exc:
                 entry[w.name] = {"skipped": f"failed while calibrating: {exc}"}
                 continue
             entry[w.name] = {"how": w.offered[op.name], "samples": [], "errors": 0,
                              "n": plans[w.name, op.name][0]}
     started = time.monotonic()
     r = 0
-    while r < rounds:
+    while r < rounds and plans and not setup.out_of_time("steady-state"):
         for op in ops.OPERATIONS:
             order = [w for w in workers if (w.name, op.name) in plans]
             rng.shuffle(order)
             for w in order:
+                if setup.out_of_time("steady-state"):
+                    break
                 n, warm = plans[w.name, op.name]
                 entry = results[op.name][w.name]
                 try:
                     ns = w.run(op, n, warm)
-                except (RuntimeError, TimeoutError, EOFError) as exc:
+                except Lost as exc:
                     entry["errors"] += 1
                     entry["last_error"] = str(exc)
-                    if entry["errors"] >= 2 or isinstance(exc, (TimeoutError, EOFError)):
+                    for key in [k for k in plans if k[0] == w.name]:
+                        del plans[key]
+                    setup.skip(f"{w.contender.label}, the rest of its batches", str(exc))
+                    continue
+                except RuntimeError as exc:
+                    entry["errors"] += 1
+                    entry["last_error"] = str(exc)
+                    if entry["errors"] >= 2:
                         del plans[w.name, op.name]
                     continue
                 entry["samples"].append(ns / (n * op.per_unit))
@@ -487,7 +533,8 @@ def run_steady(setup, workers, rounds, budget_s):
             if entry.get("samples"):
                 entry.update(summarize(entry["samples"]))
             elif "samples" in entry:
-                entry["skipped"] = "every batch failed: " + entry.get("last_error", "?")
+                entry["skipped"] = ("every batch failed: " + entry["last_error"]
+                                    if entry["errors"] else "no round ran before the time limit")
     return results, r
 
 
@@ -528,6 +575,9 @@ def parse_args(argv):
                    help="seconds the start-up phase may take; fewer rounds if needed")
     p.add_argument("--steady-budget", type=float, default=180.0,
                    help="seconds the steady-state rounds may take; fewer rounds if needed")
+    p.add_argument("--time-limit", type=float, default=450.0,
+                   help="seconds the whole run may take (default 450): phases stop early, "
+                        "with what they have, rather than overrun it")
     p.add_argument("--quick", action="store_true", help="3 rounds of each: a smoke test")
     p.add_argument("--only", help="comma-separated contender names (default: all)")
     p.add_argument("--kernels", help="module image to load (default bench/kernels.ptx)")
