@@ -25,6 +25,9 @@
 
 #define CUABI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CUABI_LIKELY(x) __builtin_expect(!!(x), 1)
+/* A forwarder's first call: kept out of line and out of the hot text, so that the forwarder
+ * itself needs no stack frame. */
+#define CUABI_COLD __attribute__((noinline, cold))
 
 /* Marks what only lib/ and loader/ share.  -fvisibility=hidden already keeps
  * it unexported, but only this attribute on the declaration tells the

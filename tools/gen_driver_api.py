@@ -608,6 +608,8 @@ def write_types(h: Headers, defines: list[tuple[str, str]], ver: str) -> str:
            " * with CUDA's own names. Included by cuabi.h; not meant to be included alone. */\n",
            "#ifndef CUABI_DRIVER_TYPES_H\n#define CUABI_DRIVER_TYPES_H\n\n",
            "#include <stddef.h>\n#include <stdint.h>\n\n",
+           "#ifdef __cplusplus\n#define CUABI_ALIGNAS(n) alignas(n)\n#else\n"
+           "#define CUABI_ALIGNAS(n) _Alignas(n)\n#endif\n\n",
            "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"]
     for name, value in defines:
         out.append(f"#define {name} {value}".rstrip() + "\n")
@@ -615,7 +617,8 @@ def write_types(h: Headers, defines: list[tuple[str, str]], ver: str) -> str:
     for ext in h.type_decls:
         if isinstance(ext, c_ast.Typedef) and ext.name in LIBC_TYPES:
             continue
-        out.append(h.gen.visit(ext) + ";\n\n")
+        # C++ spells C11's _Alignas as alignas
+        out.append(h.gen.visit(ext).replace("_Alignas(", "CUABI_ALIGNAS(") + ";\n\n")
     out.append("#ifdef __cplusplus\n}\n#endif\n\n#endif /* CUABI_DRIVER_TYPES_H */\n")
     return "".join(out)
 
@@ -683,7 +686,9 @@ def write_forwarders_c(h: Headers, eps: list[EntryPoint], ver: str) -> str:
     eps = sorted(eps, key=lambda e: e.index)
     out = [banner("c", ver),
            "/* The exported forwarders. Each loads its driver function on first use through\n"
-           " * cuabi__resolve (lib/resolve.c), keeps it in its slot, and calls it. */\n\n",
+           " * cuabi__resolve (lib/resolve.c), which keeps it in the forwarder's slot, and calls\n"
+           " * it. Parameter names are cuda.h's; the generated locals are named so as not to\n"
+           " * clash with them (cuLaunchHostFunc has a parameter called fn). */\n\n",
            "#include \"internal.h\"\n\n",
            "const cuabi_entry_point cuabi__entry_points[CUABI__ENTRY_POINT_COUNT] = {\n",
            "    /* name, name given to cuGetProcAddress, version, per-thread-stream version */\n"]
@@ -695,17 +700,24 @@ def write_forwarders_c(h: Headers, eps: list[EntryPoint], ver: str) -> str:
         types = ", ".join(p.type for p in ep.params) or "void"
         params = ", ".join(p.decl for p in ep.params) or "void"
         args = ", ".join(p.name for p in ep.params)
+        pfn = f"cuabi__pfn_{ep.name}"
+        # The first call goes through a cold helper, so that the exported function needs no
+        # stack frame: a load, a test and a jump to the driver.
         out.append(
-            f"\ntypedef CUresult (*cuabi__pfn_{ep.name})({types});\n"
+            f"\ntypedef CUresult (*{pfn})({types});\n"
+            f"static CUABI_COLD CUresult first_{ep.name}({params})\n"
+            "{\n"
+            "    void *resolved;\n"
+            f"    CUresult status = cuabi__resolve({ep.index}, &resolved);\n"
+            f"    return status != CUDA_SUCCESS ? status : (({pfn})resolved)({args});\n"
+            "}\n"
             f"CUABI_API CUresult cuabi_{ep.name}({params})\n"
             "{\n"
-            f"    void *fn = atomic_load_explicit(&cuabi__slots[{ep.index}], memory_order_acquire);\n"
-            "    if (CUABI_UNLIKELY(fn == NULL)) {\n"
-            f"        CUresult status = cuabi__resolve({ep.index}, &fn);\n"
-            "        if (status != CUDA_SUCCESS)\n"
-            "            return status;\n"
-            "    }\n"
-            f"    return ((cuabi__pfn_{ep.name})fn)({args});\n"
+            f"    void *resolved = atomic_load_explicit(&cuabi__slots[{ep.index}], "
+            "memory_order_acquire);\n"
+            "    if (CUABI_UNLIKELY(resolved == NULL))\n"
+            f"        return first_{ep.name}({args});\n"
+            f"    return (({pfn})resolved)({args});\n"
             "}\n")
     return "".join(out)
 

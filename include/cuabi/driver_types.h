@@ -8,6 +8,12 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
+#define CUABI_ALIGNAS(n) alignas(n)
+#else
+#define CUABI_ALIGNAS(n) _Alignas(n)
+#endif
+
+#ifdef __cplusplus
 extern "C" {
 #endif
 
@@ -1659,7 +1665,7 @@ typedef CUDA_RESOURCE_VIEW_DESC_v1 CUDA_RESOURCE_VIEW_DESC;
 
 typedef struct CUtensorMap_st
 {
-  _Alignas(128) cuuint64_t opaque[16];
+  CUABI_ALIGNAS(128) cuuint64_t opaque[16];
 } CUtensorMap;
 
 typedef enum CUtensorMapDataType_enum
