@@ -171,6 +171,8 @@ def section_run(results):
     lines.append(f"- Python {m.get('python', '?')}; {s.get('rounds', 0)} steady-state rounds, "
                  f"{s.get('startup_rounds', 0)} fresh-process rounds"
                  + (" (--quick: a smoke test, not a measurement)" if s.get("quick") else ""))
+    for note in results.get("notes", []):
+        lines.append(f"- {note}")
     versions = []
     for name, entry in results.get("startup", {}).items():
         if entry.get("version"):

@@ -74,8 +74,7 @@ class Setup:
         self.python = sys.executable
         self.skipped = []          # (what, why) for the report
         self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (os.path.join(REPO, "python"), self.env.get("PYTHONPATH")) if p)
+        self.use_package_root(os.path.join(REPO, "python"))
         if os.path.exists(self.library):
             self.env["CUABI_LIBRARY"] = os.path.abspath(self.library)
         self.env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
@@ -104,6 +103,11 @@ class Setup:
         self.env["CUABI_LIBCUDA"] = link
         self.env["LD_LIBRARY_PATH"] = os.pathsep.join(
             p for p in (folder, self.env.get("LD_LIBRARY_PATH")) if p)
+
+    def use_package_root(self, root):
+        """Children import cuabi from root (PYTHONPATH set by the caller kept after it)."""
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (root, os.environ.get("PYTHONPATH")) if p)
 
     def left(self):
         """Seconds left before the time limit, keeping 20 s for the report."""
@@ -164,6 +168,42 @@ def build_c(setup):
         else:
             built[name] = output
     return built
+
+
+def stage_python_package(setup):
+    """The cuabi package the Python contenders import: a copy of python/cuabi
+    in build/bench/python, with cuabi's cffi modules built there by
+    python/build_ext.py (the compiled API-mode one where a compiler allows),
+    so bench/run never writes into the source tree and always measures the
+    current sources.  Returns a line for the report."""
+    source = os.path.join(REPO, "python", "cuabi")
+    if not os.path.isdir(source):
+        setup.skip("cuabi (Python)", "python/cuabi is not in this tree")
+        return None
+    root = os.path.join(os.path.dirname(setup.bin), "python")
+    package = os.path.join(root, "cuabi")
+    shutil.rmtree(package, ignore_errors=True)
+    shutil.copytree(source, package, ignore=shutil.ignore_patterns(
+        "libcuabi.so*", "_cuabi_cffi*", "__pycache__"))
+    setup.use_package_root(root)
+    script = os.path.join(REPO, "python", "build_ext.py")
+    if not os.path.exists(script):
+        return "cffi backend: python/build_ext.py is not in this tree"
+    if subprocess.run([setup.python, "-c", "import cffi"], capture_output=True,
+                      env=setup.env).returncode != 0:
+        return "cffi backend: cffi is not importable here"
+    proc = subprocess.run([setup.python, script, "--compiled", "--outdir", package],
+                          capture_output=True, text=True, env=setup.env, timeout=300)
+    with open(os.path.join(setup.out, "logs", "build_ext.log"), "w") as f:
+        f.write(proc.stdout + proc.stderr)
+    if proc.returncode == 0:
+        return "cffi backend: compiled API mode (python/build_ext.py --compiled)"
+    if os.path.exists(os.path.join(package, "_cuabi_cffi.py")):
+        setup.skip("cuabi's compiled cffi module",
+                   "python/build_ext.py --compiled failed (logs/build_ext.log); cffi runs in ABI mode")
+        return "cffi backend: ABI mode (the compiled module failed to build)"
+    setup.skip("cuabi's cffi modules", "python/build_ext.py failed (logs/build_ext.log)")
+    return None
 
 
 # ---------------------------------------------------------------- 2. probe
@@ -622,6 +662,9 @@ def main(argv):
                   if not args.only or c.name in args.only.split(",")]
     log(f"output: {setup.out}")
     binaries = build_c(setup)
+    cffi_note = stage_python_package(setup)
+    if cffi_note:
+        log(cffi_note)
     gpu, no_gpu = probe_gpu(setup, binaries)
     if gpu:
         log(f"GPU: {gpu.get('device')}, driver {gpu.get('driver_version')}")
@@ -661,6 +704,7 @@ def main(argv):
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "mode": "fake" if setup.fake and gpu else "gpu" if gpu else "no-gpu",
         "machine": machine_info(setup, gpu),
+        "notes": [n for n in (cffi_note,) if n],
         "settings": {"rounds": steady_rounds, "startup_rounds": startup_rounds,
                      "seed": args.seed, "quick": args.quick},
         "contenders": {c.name: {"label": c.label, "kind": c.kind, "anchor": c.anchor,
