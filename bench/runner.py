@@ -624,7 +624,10 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=20260, help="seed of the shuffles")
     p.add_argument("--docs", choices=("auto", "yes", "no"), default="auto",
                    help="write docs/benchmarks.md: auto = only when the GPU phases ran")
-    p.add_argument("--from-json", help="no measuring: write the report from this results.json")
+    p.add_argument("--from-json", help="no measuring: write the report from this results.json "
+                                       "(and docs/ when it is a GPU run)")
+    p.add_argument("--callgrind", action="store_true",
+                   help="with --from-json: add the callgrind count measured on this machine")
     p.add_argument("--fake", nargs="?", const="auto", metavar="LIBCUDA",
                    help="self-test on the test suite's fake driver (default "
                         "build/tests/sysdriver/libcuda.so.1); the numbers mean nothing")
@@ -649,13 +652,35 @@ def write_outputs(results, out_dir, docs):
                 log(f"copied {name} to docs/")
 
 
+def report_again(args):
+    """--from-json: the report from saved results; with --callgrind, first
+    count the forwarded call's instructions here (a GPU machine without
+    valgrind leaves that number out) and put it into the results."""
+    with open(args.from_json) as f:
+        results = json.load(f)
+    if args.callgrind:
+        setup = Setup(args)
+        binaries = build_c(setup)
+        counted = forward_cost(setup, binaries, gpu=None)["callgrind"]
+        results.setdefault("forwarded_call", {})["callgrind"] = counted
+        if "skipped" not in counted:
+            results["skipped"] = [s for s in results.get("skipped", [])
+                                  if not s["what"].startswith("instructions per forwarded call")]
+            results.setdefault("notes", []).append(
+                f"callgrind count added afterwards on {platform.node() or 'another machine'} "
+                f"({cpu_model()})")
+        with open(os.path.join(setup.out, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        log(f"wrote {os.path.join(setup.out, 'results.json')}")
+    docs = args.docs == "yes" or (args.docs == "auto" and results.get("mode") == "gpu")
+    write_outputs(results, os.path.abspath(args.out), docs)
+    return 0
+
+
 def main(argv):
     args = parse_args(argv)
     if args.from_json:
-        with open(args.from_json) as f:
-            results = json.load(f)
-        write_outputs(results, os.path.abspath(args.out), args.docs == "yes")
-        return 0
+        return report_again(args)
     started = time.monotonic()
     setup = Setup(args)
     contenders = [c for c in ops.CONTENDERS
@@ -684,6 +709,8 @@ def main(argv):
         entry = startup[c.name]
         if not entry["samples"]:
             setup.skip(c.label, entry.get("error", "did not start"))
+        elif gpu and "first_call_ns" not in entry:
+            setup.skip(c.label, "its first driver call failed: " + entry.get("error", "?"))
 
     steady, steady_rounds = {}, 0
     if gpu:
