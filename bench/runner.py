@@ -75,9 +75,11 @@ class Setup:
         self.skipped = []          # (what, why) for the report
         self.env = dict(os.environ)
         self.use_package_root(os.path.join(REPO, "python"))
+        # Bytecode caches as a user's machine has them (an environment that
+        # turns them off would make every import compile its sources).
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         if os.path.exists(self.library):
             self.env["CUABI_LIBRARY"] = os.path.abspath(self.library)
-        self.env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         self.deadline = time.monotonic() + args.time_limit
         self.cut_short = []        # phases stopped by the time limit
         self.fake = None
@@ -319,12 +321,32 @@ def startup_command(setup, contender, binaries):
     return [setup.python, os.path.join(BENCH, "startup.py"), contender.module]
 
 
+def start_once(setup, contender, binaries):
+    """One fresh-process start-up measurement (a dict; "error" when it failed)."""
+    try:
+        proc = subprocess.run(startup_command(setup, contender, binaries), capture_output=True,
+                              text=True, timeout=max(10, min(180, setup.left())),
+                              env=setup.child_env(contender))
+    except subprocess.TimeoutExpired as exc:
+        return {"error": f"took over {exc.timeout:.0f} s"}
+    return last_json(proc.stdout) or {"error": (proc.stderr.strip() or "no output")[-400:]}
+
+
 def run_startup(setup, contenders, binaries, rounds, budget_s):
     samples = {c.name: [] for c in contenders}
     errors = {}
     versions = {}
     rng = random.Random(setup.args.seed)
-    active = list(contenders)
+    active = []
+    # One untimed start of each first: Python writes its bytecode caches and
+    # the files land in the page cache, as on any machine after the first run.
+    # A library that does not import is not tried again.
+    for c in contenders:
+        warm = start_once(setup, c, binaries)
+        if c.kind == "py" and warm.get("import_ns") is None:
+            errors[c.name] = warm.get("error", "did not start")
+        else:
+            active.append(c)
     started = time.monotonic()
     r = 0
     while r < rounds and active and not setup.out_of_time("start-up"):
@@ -333,21 +355,11 @@ def run_startup(setup, contenders, binaries, rounds, budget_s):
         for c in order:
             if setup.out_of_time("start-up"):
                 break
-            try:
-                proc = subprocess.run(startup_command(setup, c, binaries), capture_output=True,
-                                      text=True, timeout=max(10, min(180, setup.left())),
-                                      env=setup.child_env(c))
-                result = last_json(proc.stdout) or {
-                    "error": (proc.stderr.strip() or "no output")[-400:]}
-            except subprocess.TimeoutExpired as exc:
-                result = {"error": f"took over {exc.timeout:.0f} s"}
+            result = start_once(setup, c, binaries)
             if "version" in result:
                 versions[c.name] = result["version"]
             if "error" in result:
                 errors[c.name] = result["error"]
-            if result.get("import_ns") is None and c.kind == "py":
-                active.remove(c)  # not importable: once is enough
-                continue
             samples[c.name].append(result)
         r += 1
         elapsed = time.monotonic() - started
@@ -364,8 +376,8 @@ def run_startup(setup, contenders, binaries, rounds, budget_s):
             entry["version"] = versions[c.name]
         if c.name in errors:
             entry["error"] = errors[c.name]
-        for key in ("import_ns", "first_call_ns", "use_ns", "rss_start_kb", "rss_import_kb",
-                    "rss_use_kb"):
+        for key in ("import_ns", "ready_ns", "first_call_ns", "use_ns", "rss_start_kb",
+                    "rss_import_kb", "rss_use_kb"):
             values = [s[key] for s in samples[c.name] if s.get(key) is not None]
             if values:
                 entry[key] = summarize(values)

@@ -5,6 +5,9 @@
 Prints one JSON line:
     import_ns       the contender's import (module.load()), in a process that
                     has imported nothing of it before
+    ready_ns        from before the import until the library is loaded and
+                    ready to call, without touching the driver (differs from
+                    import_ns only for a library that loads lazily: module.ready())
     first_call_ns   from before the import to the first successful driver call
                     (module.first_call(): initialise the driver, find device 0)
     use_ns          from before the import to first use (module.first_use():
@@ -32,8 +35,11 @@ def main():
         print(json.dumps(result))
         return 0
     result["import_ns"] = perf_counter_ns() - t0
-    result["rss_import_kb"] = rss_kb()
     try:
+        if hasattr(module, "ready"):
+            module.ready(handle)
+        result["ready_ns"] = perf_counter_ns() - t0
+        result["rss_import_kb"] = rss_kb()
         module.first_call(handle)
         result["first_call_ns"] = perf_counter_ns() - t0
         kept = module.first_use(handle)

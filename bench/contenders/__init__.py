@@ -4,6 +4,8 @@ bench/startup.py can time that import in a fresh process.  Its interface:
 
     load() -> handle            import the library (timed as "import")
     version(handle) -> str
+    ready(handle)               optional: finish loading a lazily imported
+                                library without calling the driver
     first_call(handle)          initialise the driver and find device 0
     first_use(handle) -> obj    a current context and a 1 MiB device allocation
     class Bench(handle, ptx)    set up for the steady-state operations:

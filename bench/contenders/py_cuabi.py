@@ -17,6 +17,12 @@ def load():
     return cuabi
 
 
+def ready(cuabi):
+    """`import cuabi` loads nothing; this loads the backend and libcuabi."""
+    cuabi.backend_name()
+    cuabi.driver.cuInit
+
+
 def version(cuabi):
     return f"{cuabi.__version__} ({cuabi.backend_name()} backend)"
 
