@@ -18,6 +18,7 @@
 #ifndef FAKECUDA_H
 #define FAKECUDA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -36,12 +37,11 @@ struct fakecuda_call {
     int impl_version;               /* version of the variant the fake chose */
     int per_thread;                 /* 1 when the per-thread variant was chosen */
     unsigned nargs;                 /* number of arguments the closure received */
-    char signature[256];            /* the signature it was built with */
+    char signature[FAKECUDA_MAX_ARGS + 1]; /* the signature it was built with */
     uint64_t args[FAKECUDA_MAX_ARGS];  /* raw argument bits: integers zero-extended
                                         from their width, floats as their IEEE bits;
-                                        for a struct passed by value, its size */
-    /* the bytes of each struct passed by value (members at their C offsets) */
-    unsigned char struct_bytes[FAKECUDA_MAX_ARGS][FAKECUDA_MAX_STRUCT];
+                                        for a struct passed by value, its size (the
+                                        bytes: fakecuda_record_struct_arg) */
 };
 
 /* What cuGetProcAddress_v2 last answered for one symbol name. */
@@ -60,6 +60,7 @@ typedef uint64_t (*fakecuda_launch_count_fn)(void);
 typedef void (*fakecuda_record_set_result_fn)(int result);
 typedef uint64_t (*fakecuda_record_count_fn)(void);
 typedef int (*fakecuda_record_last_fn)(struct fakecuda_call *out);
+typedef size_t (*fakecuda_record_struct_arg_fn)(unsigned index, void *out, size_t size);
 typedef int (*fakecuda_request_info_fn)(const char *name, struct fakecuda_request *out);
 typedef uint64_t (*fakecuda_request_total_fn)(void);
 typedef int (*fakecuda_impl_version_fn)(const char *name, unsigned long long flags, int version);
@@ -79,6 +80,10 @@ void fakecuda_record_set_result(int result);
 uint64_t fakecuda_record_count(void);
 /* Record mode: copy of the last recorded call; 0 when there is none. */
 int fakecuda_record_last(struct fakecuda_call *out);
+/* Record mode: the bytes of argument `index` of the last call when it is a
+ * struct passed by value (members at their C offsets); copies at most size
+ * bytes and returns the struct's size, 0 when that argument is not a struct. */
+size_t fakecuda_record_struct_arg(unsigned index, void *out, size_t size);
 /* What cuGetProcAddress_v2 answered for name; 0 when it was never asked. */
 int fakecuda_request_info(const char *name, struct fakecuda_request *out);
 /* Total cuGetProcAddress_v2 calls so far. */

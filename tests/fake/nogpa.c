@@ -1,5 +1,5 @@
 /*
- * libnogpa.so: a library that looks like a driver from before CUDA 12.0
+ * libfakecuda_nogpa.so: a library that looks like a driver from before CUDA 12.0
  * (cuInit and cuDriverGetVersion, no cuGetProcAddress_v2), for the loading test
  * "a library without cuGetProcAddress_v2". cuabi must refuse it as unusable.
  */

@@ -47,6 +47,7 @@ struct record_closure {
 
 static struct record_closure *closures;
 static struct fakecuda_call last_call;
+static unsigned char last_structs[FAKECUDA_MAX_ARGS][FAKECUDA_MAX_STRUCT];
 static uint64_t call_count;
 static int call_result;
 
@@ -100,7 +101,7 @@ static void record_call(ffi_cif *cif, void *ret, void **args, void *user_data)
         if (rc->sig.codes[i] == '{') {
             size_t size = cif->arg_types[i]->size;
             last_call.args[i] = size;
-            memcpy(last_call.struct_bytes[i], args[i], size < FAKECUDA_MAX_STRUCT ? size : FAKECUDA_MAX_STRUCT);
+            memcpy(last_structs[i], args[i], size < FAKECUDA_MAX_STRUCT ? size : FAKECUDA_MAX_STRUCT);
         } else {
             last_call.args[i] = raw_bits(rc->sig.codes[i], args[i]);
         }
@@ -201,6 +202,25 @@ FAKE_EXPORT uint64_t fakecuda_record_count(void)
     uint64_t n = call_count;
     fake_unlock();
     return n;
+}
+
+FAKE_EXPORT size_t fakecuda_record_struct_arg(unsigned index, void *out, size_t size)
+{
+    size_t struct_size = 0;
+    fake_lock();
+    if (call_count != 0 && index < last_call.nargs && last_call.signature[0] != '\0') {
+        /* The index-th top-level argument is a struct when the closure saw one. */
+        struct signature sig;
+        if (signature_parse(last_call.signature, &sig) == 0 && index < sig.nargs && sig.codes[index] == '{') {
+            struct_size = (size_t)last_call.args[index];
+            size_t n = struct_size < size ? struct_size : size;
+            if (n > FAKECUDA_MAX_STRUCT)
+                n = FAKECUDA_MAX_STRUCT;
+            memcpy(out, last_structs[index], n);
+        }
+    }
+    fake_unlock();
+    return struct_size;
 }
 
 FAKE_EXPORT int fakecuda_record_last(struct fakecuda_call *out)
