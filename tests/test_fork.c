@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -85,7 +86,7 @@ static void test_before_load(void)
     assert_int_equal(version, 13000);
 }
 
-static volatile int stop;
+static _Atomic int stop;
 
 static void *insert_calls(void *arg)
 {

@@ -42,6 +42,7 @@ static const struct entry entries[] = {
 static fakecuda_record_set_result_fn set_result;
 static fakecuda_record_count_fn record_count;
 static fakecuda_record_last_fn record_last;
+static fakecuda_record_struct_arg_fn record_struct_arg;
 static int per_thread;
 
 /* One argument value, whatever its letter. */
@@ -118,6 +119,7 @@ static int group_setup(void **state)
     set_result = (fakecuda_record_set_result_fn)fake_symbol("fakecuda_record_set_result");
     record_count = (fakecuda_record_count_fn)fake_symbol("fakecuda_record_count");
     record_last = (fakecuda_record_last_fn)fake_symbol("fakecuda_record_last");
+    record_struct_arg = (fakecuda_record_struct_arg_fn)fake_symbol("fakecuda_record_struct_arg");
     if (!((fakecuda_is_record_mode_fn)fake_symbol("fakecuda_is_record_mode"))()) {
         fprintf(stderr, "the fake driver must run with FAKECUDA_MODE=record\n");
         return -1;
@@ -213,12 +215,13 @@ static void check_recorded(const struct entry *e, const struct sent *sent)
                         sig.codes[k], (unsigned long long)call.args[k], (unsigned long long)sent->bits[k]);
         assert_true(call.args[k] == sent->bits[k]);
         if (sig.codes[k] == '{') {
+            unsigned char seen[FAKECUDA_MAX_STRUCT];
             struct leaf leaves[SIG_MAX_ELEMENTS];
             unsigned n = 0;
-            struct_leaves(sig.args[k], 0, leaves, &n);
+            struct_leaves(sig.args[k], 0, leaves, &n); /* also lays the type out: size */
+            assert_int_equal(record_struct_arg(k, seen, sizeof seen), sig.args[k]->size);
             for (unsigned l = 0; l < n; l++)
-                assert_memory_equal(call.struct_bytes[k] + leaves[l].offset, sent->structs[k] + leaves[l].offset,
-                                    leaves[l].size);
+                assert_memory_equal(seen + leaves[l].offset, sent->structs[k] + leaves[l].offset, leaves[l].size);
         }
     }
     /* Resolved with the pinned version and the flags of the process's mode. */
