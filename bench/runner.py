@@ -1,7 +1,9 @@
 """bench/run's engine: builds the C contenders, measures, writes the results.
 
 Phases, each skipped with a reason where it cannot run:
-  1. build      bench/c/bench_driver.c twice (direct libcuda, and libcuabi)
+  1. build      bench/c/bench_driver.c twice (direct libcuda, and libcuabi),
+                bench/c/forward_cost.c, and a copy of python/cuabi in
+                build/bench/python with its cffi modules
   2. probe      is there a working driver and GPU?  (the direct C program)
   3. forwarded  instructions per forwarded call under callgrind on the fake
                 driver, ns per call on the GPU (bench/c/forward_cost.c and
@@ -623,7 +625,7 @@ def parse_args(argv):
                    help="output folder for results.json, the report and logs ($OUT)")
     p.add_argument("--rounds", type=int, default=15, help="steady-state rounds (default 15)")
     p.add_argument("--startup-rounds", type=int, default=10, help="fresh-process rounds (default 10)")
-    p.add_argument("--startup-budget", type=float, default=150.0,
+    p.add_argument("--startup-budget", type=float, default=120.0,
                    help="seconds the start-up phase may take; fewer rounds if needed")
     p.add_argument("--steady-budget", type=float, default=180.0,
                    help="seconds the steady-state rounds may take; fewer rounds if needed")
