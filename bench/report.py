@@ -88,7 +88,9 @@ def targets(results):
 
     for name in PY_CUABI:
         imp = startup_median(results, name, "import_ns")
-        rows.append((f"`import cuabi` ≤ 15 ms, {label(results, name)}", fmt_time(imp),
+        ready = startup_median(results, name, "ready_ns")
+        measured = fmt_time(imp) + (f" (ready to call: {fmt_time(ready)})" if ready else "")
+        rows.append((f"`import cuabi` ≤ 15 ms, {label(results, name)}", measured,
                      fmt_ratio(ratio(imp, 15e6)) + " of the bound" if imp else "–",
                      verdict(None if imp is None else imp <= 15e6, "cuabi did not import")))
 
@@ -352,7 +354,7 @@ def chart(results, path):
     colors = dict(zip(names, ["#222222", "#777777", "#d62728", "#ff9896", "#1f77b4",
                               "#17becf", "#2ca02c", "#9467bd", "#ff7f0e"]))
     panels = [p for p in CHART_PANELS if any(median(results, o, c) for o in p[2] for c in names)]
-    has_startup = any(startup_median(results, c, "import_ns") for c in names)
+    has_startup = any(startup_median(results, c, "ready_ns") for c in names)
     count = len(panels) + (1 if has_startup else 0)
     if count == 0:
         return "nothing was measured"
@@ -400,15 +402,16 @@ def chart(results, path):
         ax.grid(axis="y", alpha=0.3)
     if has_startup:
         ax = axes[-1]
-        present = [c for c in names if startup_median(results, c, "import_ns")]
-        values = [startup_median(results, c, "import_ns") / 1e6 for c in present]
+        present = [c for c in names if startup_median(results, c, "ready_ns")]
+        values = [startup_median(results, c, "ready_ns") / 1e6 for c in present]
         ax.barh(range(len(present)), values, color=[colors[c] for c in present])
         ax.set_yticks(range(len(present)))
         ax.set_yticklabels([label(results, c) for c in present], fontsize=8)
         ax.set_xscale("log")
         ax.set_xlabel("ms (log scale)")
         ax.axvline(15, color="#d62728", linestyle="--", linewidth=0.8)
-        ax.set_title("import time in a fresh process (dashed: cuabi's 15 ms bound)",
+        ax.set_title("import until ready to call, fresh process (cuabi imports lazily, so its "
+                     "bar includes loading libcuabi; dashed: the 15 ms import bound)",
                      fontsize=10, loc="left")
         ax.invert_yaxis()
         used.update(present)
