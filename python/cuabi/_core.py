@@ -93,10 +93,10 @@ class Resource:
         h = self._h
         if h is None:
             return
-        self._h = None
         ctx = self._ctx
         if ctx is not None:
             ctx._forget(self)
+        self._h = None
         self._release_in(ctx, h)
 
     def _release_in(self, ctx, h):
@@ -632,14 +632,6 @@ class Stream(Resource):
         from ._graph import end_capture
 
         return end_capture(self)
-
-    def __eq__(self, other):
-        if isinstance(other, Stream):
-            return self._h is not None and self._h == other._h
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(("Stream", self._h))
 
 
 # -- events ----------------------------------------------------------------------------
