@@ -203,12 +203,18 @@ class Bench:
     def _graph(self):
         if not hasattr(self, "graph"):
             d = self.d
+            kernel = self.kernels[0]
+            graph = self.ct.c_void_p()
             _ok(d.cuStreamBeginCapture(self.stream, 1), "cuStreamBeginCapture")  # THREAD_LOCAL
-            for _ in range(GRAPH_NODES):
-                _ok(d.cuLaunchKernel(self.kernels[0], 1, 1, 1, 1, 1, 1, 0, self.stream, None, None),
-                    "cuLaunchKernel")
-            self.graph = self.ct.c_void_p()
-            _ok(d.cuStreamEndCapture(self.stream, self.ct.byref(self.graph)), "cuStreamEndCapture")
+            try:
+                for _ in range(GRAPH_NODES):
+                    _ok(d.cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, self.stream, None, None),
+                        "cuLaunchKernel")
+            finally:
+                # ends the capture even after a failure
+                rc = d.cuStreamEndCapture(self.stream, self.ct.byref(graph))
+            _ok(rc, "cuStreamEndCapture")
+            self.graph = graph
         return self.graph
 
     def op_graph_instantiate(self):

@@ -120,12 +120,14 @@ class Bench:
 
     def _graph(self):
         if not hasattr(self, "graph"):
+            kernel = self.kernels[0]
             self.stream.begin_capture("thread_local")
             try:
                 for _ in range(GRAPH_NODES):
-                    self.cuabi.launch(self.stream, self.config, self.kernels[0])
+                    self.cuabi.launch(self.stream, self.config, kernel)
             finally:
-                self.graph = self.stream.end_capture()
+                graph = self.stream.end_capture()  # ends the capture even after a failure
+            self.graph = graph
         return self.graph
 
     def op_graph_instantiate(self):

@@ -109,12 +109,16 @@ class Bench:
     def _graph(self):
         if not hasattr(self, "graph"):
             d = self.d
+            kernel = self.kernels[0]
             mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
             _ok(d.cuStreamBeginCapture(self.stream, mode), "cuStreamBeginCapture")
-            for _ in range(GRAPH_NODES):
-                _ok(d.cuLaunchKernel(self.kernels[0], 1, 1, 1, 1, 1, 1, 0, self.stream, 0, 0),
-                    "cuLaunchKernel")
-            self.graph = _ok(d.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
+            try:
+                for _ in range(GRAPH_NODES):
+                    _ok(d.cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, self.stream, 0, 0),
+                        "cuLaunchKernel")
+            finally:
+                graph = d.cuStreamEndCapture(self.stream)  # ends the capture even after a failure
+            self.graph = _ok(graph, "cuStreamEndCapture")
         return self.graph
 
     def op_graph_instantiate(self):

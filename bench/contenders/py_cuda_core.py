@@ -102,11 +102,14 @@ class Bench:
 
     def _builder(self):
         if not hasattr(self, "builder"):
+            kernel = self.kernels[0]
             builder = self.stream.create_graph_builder()
             builder.begin_building()
-            for _ in range(GRAPH_NODES):
-                self.core.launch(builder, self.config, self.kernels[0])
-            builder.end_building()
+            try:
+                for _ in range(GRAPH_NODES):
+                    self.core.launch(builder, self.config, kernel)
+            finally:
+                builder.end_building()  # ends the capture even after a failure
             self.builder = builder
         return self.builder
 

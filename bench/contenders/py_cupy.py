@@ -107,12 +107,14 @@ class Bench:
         return self._launch(2)
 
     def op_graph_launch(self):
+        kernel = self.kernels[0]
         self.stream.begin_capture()
         try:
             for _ in range(GRAPH_NODES):
-                self.kernels[0]((1,), (1,), (), 0, self.stream)
+                kernel((1,), (1,), (), 0, self.stream)
         finally:
-            self.graph = self.stream.end_capture()
+            graph = self.stream.end_capture()  # ends the capture even after a failure
+        self.graph = graph
         return Op(self.graph.launch, (self.stream,), "graph.launch(stream)")
 
     def _device(self, size, key=None):
