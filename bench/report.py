@@ -112,7 +112,7 @@ def targets(results):
             rows.append((f"{ops.OPERATION[op].label} via Kernel/launch ≤ C floor + 0.3 µs, "
                          f"{label(results, name)}",
                          f"{fmt_time(mine)} vs {fmt_time(floor)} ({fmt_delta(delta)})",
-                         fmt_ratio(ratio(mine, floor)) + " of the floor" if delta is not None else "–",
+                         "–" if delta is None else fmt_ratio(ratio(mine, floor)) + " of the floor",
                          verdict(None if delta is None else delta <= 300,
                                  missing(op, name, ops.FLOOR))))
 
@@ -169,7 +169,8 @@ def section_run(results):
         lines.append(f"- GPU: {m['gpu']}, driver CUDA version {m.get('driver_version')}")
     else:
         lines.append("- **No GPU**: only what runs without one was measured (see Skipped)")
-    lines.append(f"- CPU: {m.get('cpu', '?')} ({m.get('cpus', '?')} logical), {m.get('platform', '?')}")
+    lines.append(f"- CPU: {m.get('cpu', '?')} ({m.get('cpus', '?')} logical), "
+                 f"{m.get('platform', '?')}")
     lines.append(f"- Python {m.get('python', '?')}; {s.get('rounds', 0)} steady-state rounds, "
                  f"{s.get('startup_rounds', 0)} fresh-process rounds"
                  + (" (--quick: a smoke test, not a measurement)" if s.get("quick") else ""))
@@ -254,7 +255,8 @@ def section_ops(results):
             if not per_op:
                 continue
             floor = median(results, op.name, ops.FLOOR)
-            header = ["contender", "median", "p25 – p75", "min – max", "× C floor", "over C floor"]
+            header = ["contender", "median", "p25 – p75", "min – max", "× C floor",
+                      "over C floor"]
             if op.nbytes >= ops.BIG:
                 header.append("GB/s")
             rows, skipped = [], []

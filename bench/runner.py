@@ -69,7 +69,8 @@ class Setup:
     def __init__(self, args):
         self.args = args
         self.out = os.path.abspath(args.out)
-        self.build = os.path.abspath(os.environ.get("CUABI_BUILD_DIR") or os.path.join(REPO, "build"))
+        self.build = os.path.abspath(os.environ.get("CUABI_BUILD_DIR")
+                                     or os.path.join(REPO, "build"))
         self.bin = os.path.join(self.build, "bench", "bin")
         self.library = os.environ.get("CUABI_LIBRARY") or os.path.join(self.build, "libcuabi.so.1")
         self.kernels = os.path.abspath(args.kernels or os.path.join(BENCH, "kernels.ptx"))
@@ -122,7 +123,8 @@ class Setup:
             return False
         if phase not in self.cut_short:
             self.cut_short.append(phase)
-            self.skip(f"the rest of the {phase} phase", f"--time-limit of {self.args.time_limit:g} s reached")
+            self.skip(f"the rest of the {phase} phase",
+                      f"--time-limit of {self.args.time_limit:g} s reached")
         return True
 
     def skip(self, what, why):
@@ -142,7 +144,8 @@ def build_c(setup):
     c_direct and c_cuabi, and forward_cost (bench/c/forward_cost.c, the
     build+tests side's forwarded-call probe).  Skips the others with why."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    labels = {"c_direct": ops.CONTENDER["c_direct"].label, "c_cuabi": ops.CONTENDER["c_cuabi"].label,
+    labels = {"c_direct": ops.CONTENDER["c_direct"].label,
+              "c_cuabi": ops.CONTENDER["c_cuabi"].label,
               "forward_cost": "bench/c/forward_cost.c"}
     if cc is None:
         for label in labels.values():
@@ -204,7 +207,8 @@ def stage_python_package(setup):
         return "cffi backend: compiled API mode (python/build_ext.py --compiled)"
     if os.path.exists(os.path.join(package, "_cuabi_cffi.py")):
         setup.skip("cuabi's compiled cffi module",
-                   "python/build_ext.py --compiled failed (logs/build_ext.log); cffi runs in ABI mode")
+                   "python/build_ext.py --compiled failed (logs/build_ext.log); "
+                   "cffi runs in ABI mode")
         return "cffi backend: ABI mode (the compiled module failed to build)"
     setup.skip("cuabi's cffi modules", "python/build_ext.py failed (logs/build_ext.log)")
     return None
@@ -275,7 +279,8 @@ def forward_cost(setup, binaries, gpu):
     elif not os.path.exists(check):
         out["callgrind"] = {"skipped": "bench/c/check_forward_cost.py is not in this tree"}
     elif fake is None:
-        out["callgrind"] = {"skipped": "no fake driver: build the tests (build/tests/libfakecuda.so)"}
+        out["callgrind"] = {
+            "skipped": "no fake driver: build the tests (build/tests/libfakecuda.so)"}
     else:
         env = dict(setup.env, CUABI_LIBCUDA=fake)
         proc = subprocess.run([setup.python, check, binary, "--limit", "10"], capture_output=True,
@@ -288,8 +293,10 @@ def forward_cost(setup, binaries, gpu):
         else:
             out["callgrind"] = {
                 "overhead_instructions": overhead,
-                "forwarded_instructions": number_after(text, "instructions per call through cuabi_cuCtxGetCurrent:"),
-                "direct_instructions": number_after(text, "instructions per call through a function pointer:"),
+                "forwarded_instructions": number_after(
+                    text, "instructions per call through cuabi_cuCtxGetCurrent:"),
+                "direct_instructions": number_after(
+                    text, "instructions per call through a function pointer:"),
                 "fake_driver": fake}
     if binary is not None and gpu:
         try:
@@ -621,10 +628,12 @@ def cpu_model():
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n")[0])
-    p.add_argument("--out", default=os.environ.get("OUT") or os.path.join(REPO, "build", "bench-out"),
+    p.add_argument("--out",
+                   default=os.environ.get("OUT") or os.path.join(REPO, "build", "bench-out"),
                    help="output folder for results.json, the report and logs ($OUT)")
     p.add_argument("--rounds", type=int, default=15, help="steady-state rounds (default 15)")
-    p.add_argument("--startup-rounds", type=int, default=10, help="fresh-process rounds (default 10)")
+    p.add_argument("--startup-rounds", type=int, default=10,
+                   help="fresh-process rounds (default 10)")
     p.add_argument("--startup-budget", type=float, default=120.0,
                    help="seconds the start-up phase may take; fewer rounds if needed")
     p.add_argument("--steady-budget", type=float, default=180.0,

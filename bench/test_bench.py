@@ -126,8 +126,8 @@ def test_from_json_writes_the_report(tmp_path):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(synthetic_results()))
     out = tmp_path / "out"
-    subprocess.run([os.path.join(BENCH, "run"), str(out), "--from-json", str(path), "--docs", "no"],
-                   check=True, capture_output=True, env=dict(os.environ, PYTHON=sys.executable))
+    subprocess.run([os.path.join(BENCH, "run"), str(out), "--from-json", str(path),
+                    "--docs", "no"], check=True, capture_output=True, env=dict(os.environ, PYTHON=sys.executable))
     md = (out / "benchmarks.md").read_text()
     assert "NVIDIA H200" in md
     if importlib.util.find_spec("matplotlib") is None:

@@ -241,7 +241,8 @@ static int mode_startup(void)
     if (!first_call())
         return fail_json();
     t_first = now_ns();
-    if (!prepare_calls() || !make_context_current() || !ok(CU(cuMemAlloc)(&p, ALLOC_BYTES), "cuMemAlloc"))
+    if (!prepare_calls() || !make_context_current() ||
+        !ok(CU(cuMemAlloc)(&p, ALLOC_BYTES), "cuMemAlloc"))
         return fail_json();
     t_use = now_ns();
     /* There is no import for C: the dynamic loader maps libcuabi before main
@@ -285,7 +286,7 @@ static const struct {
 } ops[OP_COUNT] = {
     [OP_CTX_GET_CURRENT] = {"ctx_get_current", "cuCtxGetCurrent(&ctx)"},
     [OP_DEVICE_GET_ATTRIBUTE] = {"device_get_attribute",
-                                 "cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)"},
+                                 "cuDeviceGetAttribute(&v, MULTIPROCESSOR_COUNT, dev)"},
     [OP_EVENT_CREATE_DESTROY] = {"event_create_destroy",
                                  "cuEventCreate(&e, CU_EVENT_DISABLE_TIMING); cuEventDestroy(e)"},
     [OP_EVENT_QUERY] = {"event_query", "cuEventQuery(e)"},

@@ -162,7 +162,8 @@ class Bench:
 
     def op_ctx_get_current(self):
         self.ctx_out = self.ct.c_void_p()
-        return Op(self.d.cuCtxGetCurrent, (self.ct.byref(self.ctx_out),), "cuCtxGetCurrent(byref(ctx))")
+        return Op(self.d.cuCtxGetCurrent, (self.ct.byref(self.ctx_out),),
+                  "cuCtxGetCurrent(byref(ctx))")
 
     def op_device_get_attribute(self):
         self.attr_out = self.ct.c_int()

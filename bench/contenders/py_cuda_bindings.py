@@ -181,7 +181,8 @@ class Bench:
 
     def op_d2d_256m(self):
         self.d2d_dst = _ok(self.d.cuMemAlloc(BIG), "cuMemAlloc")
-        return Op(self.d.cuMemcpyDtoD, (self.d2d_dst, self._device(BIG), BIG), "driver.cuMemcpyDtoD(dst, src, n)")
+        return Op(self.d.cuMemcpyDtoD, (self.d2d_dst, self._device(BIG), BIG),
+                  "driver.cuMemcpyDtoD(dst, src, n)")
 
     def op_alloc_free_1m(self):
         return Op(_alloc_free, (ALLOC, self.stream, self.d.cuMemAllocAsync, self.d.cuMemFreeAsync),

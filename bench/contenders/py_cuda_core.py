@@ -160,4 +160,5 @@ class Bench:
 
 
 for _name in ("h2d_4k_pageable", "d2h_4k_pageable", "h2d_256m_pageable", "d2h_256m_pageable"):
-    Bench.NO_EQUIVALENT[_name] = "cuda.core copies only between its Buffers (no pageable host memory)"
+    Bench.NO_EQUIVALENT[_name] = ("cuda.core copies only between its Buffers "
+                                  "(no pageable host memory)")
