@@ -732,6 +732,8 @@ def main(argv):
         entry = startup[c.name]
         if not entry["samples"]:
             setup.skip(c.label, entry.get("error", "did not start"))
+        elif c.kind == "py" and "ready_ns" not in entry:
+            setup.skip(c.label, "imported, but could not load: " + entry.get("error", "?"))
         elif gpu and "first_call_ns" not in entry:
             setup.skip(c.label, "its first driver call failed: " + entry.get("error", "?"))
 
