@@ -14,7 +14,7 @@ import struct
 from typing import Optional, Tuple, Union
 
 from . import driver as _d
-from ._core import Resource, current_context, stream_handle
+from ._core import Resource, Stream as _Stream, current_context, stream_handle
 from ._libload import backend
 from .errors import ClosedError, CUDAError
 
@@ -94,29 +94,79 @@ def _layout(params):
     return "".join(fmt), off
 
 
-_packers = {}
+_launchers = {}
+
+_LAUNCHER_TEMPLATE = """
+def {name}(kernel, s, cfg{args}):
+    h = kernel._h
+    if h is None:
+        raise _Closed("Kernel %r is closed (its module was unloaded)" % kernel.name)
+    packet = kernel._buf
+    kernel._buf = None  # taken: a concurrent launch on another thread makes its own
+    if packet is None:
+        packet = _new_packet()
+    if cfg is not packet[2]:
+        if cfg.__class__ is not _Config:
+            kernel._buf = packet
+            raise TypeError("config must be a LaunchConfig, got %s" % type(cfg).__name__)
+        _hdr(packet[1], 0, *cfg._hdr)
+        packet[2] = cfg
+{convert}{pack}    if cfg._ex:
+        rc = _launch_ex(h, s, cfg, packet, {size})
+    else:
+        lp = _LP[0]
+        if lp is None:
+            lp = _get_lp()
+        rc = lp(h, s, packet[0], {size})
+    kernel._buf = packet
+    if rc:
+        _raise(rc, "cuabi_launch_packed(%s)" % kernel.name)
+"""
 
 
-def _make_packer(params):
-    """Build (once per signature) a function packing the header and the arguments."""
-    key = params
-    packer = _packers.get(key)
-    if packer is not None:
-        return packer
+def _make_launcher(params):
+    """Build (once per signature) the function that packs and launches.
+
+    The packet (native buffer, writable view, config whose header it holds) is
+    reused: the header is rewritten only when the config object changes, and a
+    launch is one ``pack_into`` of the arguments plus one call into libcuabi.
+    """
+    launcher = _launchers.get(params)
+    if launcher is not None:
+        return launcher
     fmt, size = _layout(params)
-    st = struct.Struct("=8I" + fmt[1:])
+    st = struct.Struct("=" + fmt[1:]) if params else None
     n = len(params)
-    args = ", ".join("a%d" % i for i in range(n))
-    lines = ["def pack(view, hdr%s):" % ((", " + args) if n else "")]
-    for i, (_code, _size, _align, is_ptr) in enumerate(params):
-        if is_ptr:
-            lines.append("    if a%d.__class__ is not int: a%d = _addr(a%d)" % (i, i, i))
-    lines.append("    _pack_into(view, 0, *hdr%s)" % ((", " + args) if n else ""))
-    ns = {"_pack_into": st.pack_into, "_addr": _kernel_pointer}
-    exec("\n".join(lines), ns)  # noqa: S102 - code built from a fixed template
-    packer = (ns["pack"], HEADER_SIZE + size, n)
-    _packers[key] = packer
-    return packer
+    names = ["a%d" % i for i in range(n)]
+    convert = "".join(
+        "    if a%d.__class__ is not int:\n        a%d = _addr(a%d)\n" % (i, i, i)
+        for i, (_c, _s, _a, is_ptr) in enumerate(params) if is_ptr)
+    pack = ""
+    if n:
+        pack = ("    try:\n        _pack(packet[1], %d, %s)\n    except _StructError as exc:\n"
+                "        kernel._buf = packet\n        raise TypeError(\"bad argument for kernel %%r: %%s\" "
+                "%% (kernel.name, exc)) from None\n" % (HEADER_SIZE, ", ".join(names)))
+    total = HEADER_SIZE + size
+    code = _LAUNCHER_TEMPLATE.format(name="launch_%d_args" % n,
+                                     args="".join(", " + a for a in names),
+                                     convert=convert, pack=pack, size=total)
+    ns = {
+        "_Closed": ClosedError, "_Config": LaunchConfig, "_hdr": HEADER.pack_into,
+        "_pack": st.pack_into if st is not None else None, "_StructError": struct.error,
+        "_addr": _kernel_pointer, "_launch_ex": _launch_ex, "_LP": _LP, "_get_lp": _get_lp,
+        "_raise": _raise_for,
+        "_new_packet": lambda: list(backend().new_buffer(total)) + [None],
+    }
+    exec(code, ns)  # noqa: S102 - code built from the fixed template above
+    launcher = (ns["launch_%d_args" % n], total, n)
+    _launchers[params] = launcher
+    return launcher
+
+
+def _raise_for(code, function):
+    from .errors import raise_for
+
+    raise_for(code, function)
 
 
 def _kernel_pointer(obj):
@@ -158,25 +208,34 @@ def _dim3(v, what):
 class LaunchConfig:
     """Launch geometry: ``LaunchConfig(grid, block, shmem=0, cluster=None, cooperative=False)``.
 
-    ``grid``/``block``/``cluster`` are ints or 1-3 tuples.  The header bytes
-    are computed once here, so reusing a config costs nothing per launch.
+    ``grid``/``block``/``cluster`` are ints or 1-3 tuples.  A config is
+    immutable; a kernel rewrites its packet's header only when it is launched
+    with a different config object, so reusing one config is cheapest.
     """
 
-    __slots__ = ("grid", "block", "shmem", "cluster", "cooperative", "_hdr")
+    __slots__ = ("grid", "block", "shmem", "cluster", "cooperative", "_hdr", "_ex")
 
     def __init__(self, grid=1, block=1, shmem: int = 0, cluster=None, cooperative: bool = False):
-        self.grid = _dim3(grid, "grid")
-        self.block = _dim3(block, "block")
+        put = object.__setattr__
+        grid = _dim3(grid, "grid")
+        block = _dim3(block, "block")
         if not isinstance(shmem, int) or isinstance(shmem, bool) or not 0 <= shmem <= 0xFFFFFFFF:
             raise ValueError("shmem must be a byte count from 0 to 2**32-1, got %r" % (shmem,))
-        self.shmem = shmem
-        self.cluster = None if cluster is None else _dim3(cluster, "cluster")
-        if self.cluster is not None:
-            for g, c in zip(self.grid, self.cluster):
+        cluster = None if cluster is None else _dim3(cluster, "cluster")
+        if cluster is not None:
+            for g, c in zip(grid, cluster):
                 if g % c:
-                    raise ValueError("grid %r is not a multiple of cluster %r" % (self.grid, self.cluster))
-        self.cooperative = bool(cooperative)
-        self._hdr = self.grid + self.block + (shmem, 0)
+                    raise ValueError("grid %r is not a multiple of cluster %r" % (grid, cluster))
+        put(self, "grid", grid)
+        put(self, "block", block)
+        put(self, "shmem", shmem)
+        put(self, "cluster", cluster)
+        put(self, "cooperative", bool(cooperative))
+        put(self, "_hdr", grid + block + (shmem, 0))
+        put(self, "_ex", cluster is not None or bool(cooperative))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("LaunchConfig is immutable; make a new one")
 
     def __repr__(self):
         extra = ""
@@ -348,8 +407,8 @@ class Kernel:
     module is open.
     """
 
-    __slots__ = ("_h", "name", "_owner", "_params", "_pack", "_size", "_nargs", "_buf",
-                 "_kernel", "__weakref__")
+    __slots__ = ("_h", "name", "_owner", "_params", "_go", "_nargs", "_buf", "_kernel",
+                 "__weakref__")
 
     @classmethod
     def _make(cls, handle, name, params, owner):
@@ -360,7 +419,8 @@ class Kernel:
         self._kernel = None
         self._buf = None
         self._params = None
-        self._pack = None
+        self._go = _launch_inferred
+        self._nargs = None
         if params is not None:
             self.set_params(params)
         return self
@@ -387,7 +447,7 @@ class Kernel:
     def set_params(self, params) -> "Kernel":
         """Fix the parameter signature (see :func:`parse_params`) for fast launches."""
         p = parse_params(params)
-        self._pack, self._size, self._nargs = _make_packer(p)
+        self._go, _size, self._nargs = _make_launcher(p)
         self._params = p
         self._buf = None
         return self
@@ -454,53 +514,34 @@ class Kernel:
                 raise TypeError("cannot pass %s as a %d-byte kernel parameter; give the kernel "
                                 "a signature with set_params()" % (type(a).__name__, size))
             items.append(kind)
-        return _make_packer(parse_params(items))
+        return _make_launcher(parse_params(items))[0]
 
     def launch(self, config: LaunchConfig, *args, stream=None) -> None:
         """Launch on ``stream`` (default: the NULL stream)."""
-        self._launch(stream_handle(stream), config, args)
+        self._call(stream_handle(stream), config, args)
 
-    def _launch(self, s, config, args):
-        h = self._h
-        if h is None:
-            raise ClosedError("Kernel %r is closed (its module was unloaded)" % self.name)
-        pack = self._pack
-        if pack is None:
-            pack, size, nargs = self._infer(args)
-            packet = None
-        else:
-            size = self._size
-            nargs = self._nargs
-            packet = self._buf
-            self._buf = None  # taken: a concurrent launch on another thread makes its own
-        if len(args) != nargs:
-            raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, nargs, len(args)))
-        if config.__class__ is not LaunchConfig:
-            raise TypeError("config must be a LaunchConfig, got %s" % type(config).__name__)
-        if packet is None:
-            packet = backend().new_buffer(size)
-        try:
-            pack(packet[1], config._hdr, *args)
-        except struct.error as exc:
-            self._buf = packet
-            raise TypeError("bad argument for kernel %r: %s" % (self.name, exc)) from None
-        if config.cluster is None and not config.cooperative:
-            lp = _LP[0]
-            if lp is None:
-                lp = _get_lp()
-            rc = lp(h, s, packet[0], size)
-        else:
-            rc = _launch_ex(h, s, config, packet, size)
-        if self._pack is pack:
-            self._buf = packet
-        if rc:
-            from .errors import raise_for
-
-            raise_for(rc, "cuabi_launch_packed(%s)" % self.name)
+    def _call(self, s, config, args):
+        n = self._nargs
+        if n is not None and len(args) != n:
+            raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, n, len(args)))
+        self._go(self, s, config, *args)
 
     def __repr__(self):
         state = "closed" if self._h is None else "0x%x" % self._h
         return "<cuabi.Kernel %s %s>" % (self.name, state)
+
+
+def _launch_inferred(kernel, s, config, *args):
+    """Launcher of kernels without a signature: layout from the driver, per launch."""
+    if kernel._h is None:
+        raise ClosedError("Kernel %r is closed (its module was unloaded)" % kernel.name)
+    go = kernel._infer(args)
+    saved = kernel._buf
+    kernel._buf = None
+    try:
+        go(kernel, s, config, *args)
+    finally:
+        kernel._buf = saved
 
 
 _LP = [None]
@@ -553,7 +594,17 @@ def launch(stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     arrays (``__cuda_array_interface__``, ``data_ptr()``) or ints; numbers are
     converted to the kernel's declared parameter types.
     """
+    if stream.__class__ is _Stream:
+        s = stream._h
+        if s is None:
+            raise ClosedError("Stream is closed")
+    elif stream is None:
+        s = 0
+    else:
+        s = stream_handle(stream)
     if kernel.__class__ is not Kernel:
         raise TypeError("kernel must be a cuabi.Kernel, got %s" % type(kernel).__name__)
-    kernel._launch(stream_handle(stream), config, args)
-
+    n = kernel._nargs
+    if n is not None and len(args) != n:
+        raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, n, len(args)))
+    kernel._go(kernel, s, config, *args)

@@ -123,8 +123,12 @@ def test_launch_argument_errors(module):
         cuabi.launch(None, cfg, "saxpy", 1.0, b, b, 4)
     with pytest.raises(TypeError):
         cuabi.launch("stream", cfg, k, 1.0, b, b, 4)
-    # still usable after the errors
-    cuabi.launch(None, cfg, k, 1.0, b, b, 4)
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        k.launch(cfg, 1.0)
+    # still usable after the errors, with configs alternating
+    other = cuabi.LaunchConfig(1, 4)
+    for c in (cfg, other, cfg):
+        cuabi.launch(None, c, k, 1.0, b, b, 4)
 
 
 def test_launch_config_validation():
@@ -135,6 +139,8 @@ def test_launch_config_validation():
     cfg = cuabi.LaunchConfig(grid=[4, 2], block=64, cluster=(2, 1), cooperative=True)
     assert cfg.grid == (4, 2, 1) and cfg.block == (64, 1, 1) and cfg.cluster == (2, 1, 1)
     assert "cooperative" in repr(cfg)
+    with pytest.raises(AttributeError):
+        cfg.grid = (1, 1, 1)
 
 
 def test_parse_params():
