@@ -26,6 +26,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CDEF_DRIVER = os.path.join(HERE, "cdef", "driver.h")
+FAST1 = os.path.join(HERE, "cdef", "fast1.txt")
+_CELL = {"i": "int32_t", "I": "uint32_t", "q": "int64_t", "Q": "uint64_t", "z": "size_t",
+         "p": "uintptr_t", "B": "uint8_t", "H": "uint16_t"}
 
 OWN_CDEF = """
 uint32_t cuabi_version(void);
@@ -120,6 +123,19 @@ def compiled_source(text):
         unused = "".join("(void)a%d; " % i for i in range(len(types)))
         lines.append("static %s %s(%s) { if (p_%s) return p_%s(%s); %s%s }"
                      % (ret, name, params, name, name, names, unused, fallback))
+    # one-output fast path: return the output itself, or a sentinel when the call
+    # failed (the status is then in a thread-local, read by cuabi_py_last_rc)
+    lines.append("static __thread int cuabi_py_rc;")
+    lines.append("static int cuabi_py_last_rc(void) { return cuabi_py_rc; }")
+    for name, k, letter, ret, params in _fast1(funcs):
+        cell = _CELL[letter]
+        sentinel = "UINT64_MAX" if ret == "uint64_t" else "INT64_MIN"
+        decl = ", ".join("%s a%d" % (t, i) for i, t in enumerate(params) if i != k) or "void"
+        args = ", ".join("(void *)&o" if i == k else "a%d" % i for i in range(len(params)))
+        lines.append("static %s cuabi_py1_%s(%s) { %s o = 0; int rc = %s; cuabi_py_rc = rc; "
+                     "return rc ? %s : (%s)o; }"
+                     % (ret, name, decl, cell, "p_cuabi_%s ? p_cuabi_%s(%s) : %d" % (name, name, args, missing),
+                        sentinel, ret))
     lines.append("static int cuabi_py_bind(const char *path) {")
     lines.append("    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);")
     lines.append("    if (!h) return 1;")
@@ -130,12 +146,37 @@ def compiled_source(text):
     return "\n".join(lines) + "\n"
 
 
+def _fast1(funcs):
+    """[(name, out index, letter, return type, param types)] from cdef/fast1.txt."""
+    by_name = {n[len("cuabi_"):]: [_strip_name(a) for a in args] for _r, n, args in funcs}
+    out = []
+    with open(FAST1) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            name, k, letter = line.split()
+            params = by_name.get(name)
+            if params is None:
+                continue
+            ret = "uint64_t" if letter in "Qzp" else "int64_t"
+            out.append((name, int(k), letter, ret, params))
+    return out
+
+
+def fast1_cdef(text):
+    lines = ["int cuabi_py_last_rc(void);"]
+    for name, k, _letter, ret, params in _fast1(_functions(text)):
+        rest = ", ".join(t for i, t in enumerate(params) if i != k) or "void"
+        lines.append("%s cuabi_py1_%s(%s);" % (ret, name, rest))
+    return "\n".join(lines) + "\n"
+
+
 def build_compiled(outdir):
     import cffi
 
     text = cdef_text()
     ffibuilder = cffi.FFI()
-    ffibuilder.cdef(text + "\nint cuabi_py_bind(const char *path);\n")
+    ffibuilder.cdef(text + "\nint cuabi_py_bind(const char *path);\n" + fast1_cdef(text))
     ffibuilder.set_source("cuabi._cuabi_cffi_api", compiled_source(text), libraries=["dl"],
                           extra_compile_args=["-O2", "-w"])
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,7 +7,9 @@ and writes, deterministically:
 * ``python/cuabi/driver.py``  - one wrapper factory per entry point;
 * ``python/cuabi/_tables.py`` - enum and ``#define`` values;
 * ``python/cdef/driver.h``    - the C declarations the cffi backend is built
-  from (pointer inputs as ``uintptr_t``, outputs as ``void *``).
+  from (pointer inputs as ``uintptr_t``, outputs as ``void *``);
+* ``python/cdef/fast1.txt``   - the entry points whose single output the
+  compiled cffi module returns directly.
 
 Run with ``--check`` to compare instead of writing (the test-suite does).
 """
@@ -27,6 +29,7 @@ TABLE = os.path.join(ROOT, "include", "cuabi", "driver_api.json")
 OUT_DRIVER = os.path.join(HERE, "cuabi", "driver.py")
 OUT_TABLES = os.path.join(HERE, "cuabi", "_tables.py")
 OUT_CDEF = os.path.join(HERE, "cdef", "driver.h")
+OUT_FAST1 = os.path.join(HERE, "cdef", "fast1.txt")
 
 SCALAR = "iIqQzpfdBH"
 C_TYPES = {
@@ -88,29 +91,35 @@ def classify(ep):
     return out
 
 
-def gen_function(ep):
-    name = ep["name"]
+_RANGE = {
+    "i": (-(1 << 31), (1 << 31) - 1), "I": (0, (1 << 32) - 1), "q": (-(1 << 63), (1 << 63) - 1),
+    "Q": (0, (1 << 64) - 1), "z": (0, (1 << 64) - 1), "p": (0, (1 << 64) - 1),
+    "B": (0, 255), "H": (0, 65535),
+}
+
+
+def fast1_spec(ep):
+    """(out index, out letter) when the entry point has one scalar output and no
+    in-out or by-value struct parameter: such calls get a single-call fast path in
+    the compiled cffi module.  None otherwise."""
     params = classify(ep)
-    args = [pyname(p["name"]) for kind, _l, p in params if kind not in ("out",)]
-    outs = [(i, kind, letter, p) for i, (kind, letter, p) in enumerate(params) if kind in ("out", "inout")]
-    L = []
-    w = L.append
-    w("def _mk_%s(_fn, _b, _chk):" % name)
-    for n, (_i, _kind, letter, _p) in enumerate(outs):
-        w("    _n%d = _b.out_types[%r]" % (n, letter))
-    for kind, letter, p in params:
-        if kind == "struct":
-            w("    _s_%s = _b.struct_type(%r)" % (pyname(p["name"]), letter))
-    if outs:
-        w("    _tls = _local()")
-    w("")
-    w("    def %s(%s):" % (name, ", ".join(args)))
-    # docstring
+    outs = [(i, k, letter, p) for i, (k, letter, p) in enumerate(params) if k in ("out", "inout")]
+    if len(outs) != 1 or outs[0][1] != "out":
+        return None
+    i, _k, letter, p = outs[0]
+    if letter in "fd" or (p.get("pointee") or "").replace(" ", "") == "constchar*":
+        return None
+    if any(k == "struct" for k, _l, _p in params):
+        return None
+    return i, letter
+
+
+def _doc(ep, args, outs):
+    name = ep["name"]
     cparams = ", ".join("%s %s" % (p["type"], p["name"]) if not p["type"].endswith("*")
                         else "%s%s" % (p["type"], p["name"]) for p in ep["params"])
-    ret = []
-    for _i, kind, letter, p in outs:
-        ret.append("%s (%s)" % (pyname(p["name"]), p.get("pointee") or p["type"].rstrip(" *")))
+    ret = ["%s (%s)" % (pyname(p["name"]), p.get("pointee") or p["type"].rstrip(" *"))
+           for _i, _kind, _letter, p in outs]
     doc = ["%s(%s) -> %s" % (name, ", ".join(args), ", ".join(ret) if ret else "None"),
            "",
            "Calls the driver's %s (ABI version %d): CUresult %s(%s)." % (
@@ -120,27 +129,82 @@ def gen_function(ep):
     if len(outs) > 1:
         doc.append("Returns a tuple of the output parameters, in declaration order.")
     doc.append("Raises cuabi.CUDAError (a subclass per CUresult) on failure.")
-    w('        """' + doc[0])
-    for line in doc[1:]:
-        w(("        " + line) if line else "")
-    w('        """')
-    call = []
+    lines = ['        """' + doc[0]]
+    lines += [("        " + line) if line else "" for line in doc[1:]]
+    lines.append('        """')
+    return lines
+
+
+def _input_lines(params):
+    """Conversion and checking of the inputs; returns (lines, call argument per param)."""
+    lines, call = [], []
     for idx, (kind, letter, p) in enumerate(params):
         a = pyname(p["name"])
         if kind == "value":
-            w("        if _chk: _check(%r, %s, %r)" % (letter, a, p["name"]))
+            if letter in "fd":
+                lines.append("        if _chk: _check(%r, %s, %r)" % (letter, a, p["name"]))
+            else:
+                lo, hi = _RANGE[letter]
+                lines.append("        if _chk and (%s.__class__ is not int or not %d <= %s <= %d): "
+                             "_check(%r, %s, %r)" % (a, lo, a, hi, letter, a, p["name"]))
             call.append(a)
         elif kind in ("ptr", "cstr", "devptr"):
             conv = "_cstring" if kind == "cstr" else "_address"
-            w("        if %s.__class__ is not int: %s, _k%d = %s(%s)" % (a, a, idx, conv, a))
-            w("        elif _chk: _check(%r, %s, %r)" % ("Q" if kind == "devptr" else "p", a, p["name"]))
+            lines.append("        if %s.__class__ is not int: %s, _k%d = %s(%s)" % (a, a, idx, conv, a))
+            lines.append("        elif _chk and not 0 <= %s <= 18446744073709551615: _check(%r, %s, %r)"
+                         % (a, "Q" if kind == "devptr" else "p", a, p["name"]))
             call.append(a)
         elif kind == "struct":
-            w("        %s = _b.struct_value(_s_%s, %s, %r)" % (a, a, a, p["name"]))
+            lines.append("        %s = _b.struct_value(_s_%s, %s, %r)" % (a, a, a, p["name"]))
             call.append(a)
         else:
+            call.append(None)
+    return lines, call
+
+
+def gen_function(ep):
+    name = ep["name"]
+    params = classify(ep)
+    args = [pyname(p["name"]) for kind, _l, p in params if kind not in ("out",)]
+    outs = [(i, kind, letter, p) for i, (kind, letter, p) in enumerate(params) if kind in ("out", "inout")]
+    inputs, call = _input_lines(params)
+    L = []
+    w = L.append
+    w("def _mk_%s(_fn, _b, _chk):" % name)
+    fast = fast1_spec(ep)
+    if fast is not None:
+        # the compiled cffi module returns the output itself (or a sentinel on failure)
+        w("    _fast = _b.fast1(%r, %r)" % (name, fast[1]))
+        w("    if _fast is not None:")
+        w("        _f1, _S, _last = _fast")
+        w("")
+        w("        def %s(%s):" % (name, ", ".join(args)))
+        L.extend("    " + x if x else x for x in _doc(ep, args, outs))
+        L.extend("    " + x for x in inputs)
+        w("            _v = _f1(%s)" % ", ".join(c for c in call if c is not None))
+        w("            if _v == _S:")
+        w("                _rc = _last()")
+        w("                if _rc:")
+        w("                    _raise(_rc, %r)" % name)
+        w("            return _v")
+        w("")
+        w("        return %s" % name)
+        w("")
+    for n, (_i, _kind, letter, _p) in enumerate(outs):
+        w("    _n%d = _b.out_types[%r]" % (n, letter))
+    for kind, letter, p in params:
+        if kind == "struct":
+            w("    _s_%s = _b.struct_type(%r)" % (pyname(p["name"]), letter))
+    if outs:
+        w("    _tls = _local()")
+    w("")
+    w("    def %s(%s):" % (name, ", ".join(args)))
+    L.extend(_doc(ep, args, outs))
+    L.extend(inputs)
+    for idx in range(len(call)):
+        if call[idx] is None:
             n = [o[0] for o in outs].index(idx)
-            call.append("_o%d" % n)
+            call[idx] = "_o%d" % n
     if outs:
         names = ", ".join("_o%d" % n for n in range(len(outs)))
         ctor = ", ".join("_n%d()" % n for n in range(len(outs)))
@@ -179,6 +243,11 @@ def gen_function(ep):
     return "\n".join(L)
 
 
+def out_mask(ep):
+    """One character per parameter: the output cell's letter for outputs, '.' for inputs."""
+    return "".join(letter if k in ("out", "inout") else "." for k, letter, _p in classify(ep))
+
+
 def gen_driver(table):
     eps = sorted(table["entry_points"], key=lambda e: e["name"])
     parts = ['# ' + HEADER,
@@ -211,7 +280,7 @@ def gen_driver(table):
         parts.append("")
     parts.append("_ENTRY_POINTS = {")
     for ep in eps:
-        parts.append("    %r: (_mk_%s, %r)," % (ep["name"], ep["name"], ep["signature"]))
+        parts.append("    %r: (_mk_%s, %r, %r)," % (ep["name"], ep["name"], ep["signature"], out_mask(ep)))
     parts.append("}")
     parts.append("")
     parts.append("")
@@ -222,7 +291,7 @@ def gen_driver(table):
 TAIL = '''def __getattr__(name):
     entry = _ENTRY_POINTS.get(name)
     if entry is not None:
-        return _bind(globals(), name, entry[0], entry[1])
+        return _bind(globals(), name, entry[0], entry[1], entry[2])
     from . import _enums
 
     return _enums.lookup(name, globals(), __name__)
@@ -283,6 +352,17 @@ def gen_cdef(table):
     return "\n".join(lines) + "\n"
 
 
+def gen_fast1(table):
+    """Entry points with a one-output fast path in the compiled cffi module:
+    one line each, "name out_index out_letter"."""
+    lines = ["# " + HEADER]
+    for ep in sorted(table["entry_points"], key=lambda e: e["name"]):
+        f = fast1_spec(ep)
+        if f is not None:
+            lines.append("%s %d %s" % (ep["name"], f[0], f[1]))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--table", default=TABLE)
@@ -291,7 +371,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     with open(args.table) as f:
         table = json.load(f)
-    outputs = {OUT_DRIVER: gen_driver(table), OUT_TABLES: gen_tables(table), OUT_CDEF: gen_cdef(table)}
+    outputs = {OUT_DRIVER: gen_driver(table), OUT_TABLES: gen_tables(table), OUT_CDEF: gen_cdef(table),
+               OUT_FAST1: gen_fast1(table)}
     stale = []
     for path, text in outputs.items():
         old = None

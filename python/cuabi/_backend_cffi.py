@@ -92,7 +92,19 @@ class Backend:
         self._cast = ffi.cast
 
     # -- driver entry points ------------------------------------------------------
-    def fn(self, name, sig):
+    def fast1(self, name, letter):
+        """(function, sentinel, last_rc) for the compiled module's one-output fast
+        path: the function returns the output, or the sentinel when the call may
+        have failed (then ``last_rc()`` tells)."""
+        if _api_lib is None:
+            return None
+        f = getattr(_api_lib, "cuabi_py1_" + name, None)
+        if f is None:
+            return None
+        sentinel = (1 << 64) - 1 if letter in "Qzp" else -(1 << 63)
+        return f, sentinel, _api_lib.cuabi_py_last_rc
+
+    def fn(self, name, sig, outs=None):
         try:
             return getattr(self._lib, "cuabi_" + name)
         except AttributeError:

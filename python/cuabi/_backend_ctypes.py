@@ -78,11 +78,23 @@ class Backend:
             own[sym] = f
         self._own = own
         self.launch_packed = own["cuabi_launch_packed"]
-        self.out_types = {k: (t * 1) for k, t in _LETTER_TYPES.items()}
+        cells = dict(_LETTER_TYPES)
+        cells["p"] = _C.c_uint64  # read back as an int (c_void_p would give None for NULL)
+        self.out_types = {k: (t * 1) for k, t in cells.items()}
 
     # -- driver entry points ------------------------------------------------------
-    def fn(self, name, sig):
-        """The native ``cuabi_<name>`` with argument types from ``sig``."""
+    def fast1(self, name, letter):
+        """No single-call fast path with ctypes."""
+        return None
+
+    def fn(self, name, sig, outs=None):
+        """The native ``cuabi_<name>`` with argument types from ``sig``.
+
+        Output parameters are declared as their cell's own array type, which
+        ctypes accepts without conversion; a function with only outputs gets no
+        argtypes at all (ctypes then passes the cells as pointers, its fastest
+        path).
+        """
         try:
             f = getattr(self._lib, "cuabi_" + name)
         except AttributeError:
@@ -91,10 +103,21 @@ class Backend:
                 % (self.library_path, name)
             ) from None
         f.restype = _C.c_int
-        f.argtypes = [
-            self.struct_type(tok) if tok.startswith("{") else _LETTER_TYPES[tok]
-            for tok in split_signature(sig)
-        ]
+        toks = split_signature(sig)
+        if outs is None:
+            outs = "." * len(toks)
+        if toks and all(o != "." for o in outs):
+            f.argtypes = None
+            return f
+        types = []
+        for tok, o in zip(toks, outs):
+            if o != ".":
+                types.append(self.out_types[o])
+            elif tok.startswith("{"):
+                types.append(self.struct_type(tok))
+            else:
+                types.append(_LETTER_TYPES[tok])
+        f.argtypes = types
         return f
 
     def struct_type(self, layout):

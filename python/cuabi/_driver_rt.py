@@ -68,10 +68,14 @@ def struct_arg(layout, value, name):
     return backend().struct_value(layout, value, name)
 
 
-def bind(module_globals, name, factory, sig):
-    """Build the wrapper for ``name`` and install it in the driver module."""
+def bind(module_globals, name, factory, sig, outs):
+    """Build the wrapper for ``name`` and install it in the driver module.
+
+    ``outs`` has one character per parameter: the output cell's letter for
+    outputs, '.' for inputs (backends may declare the two differently).
+    """
     b = backend()
-    native = b.fn(name, sig)
+    native = b.fn(name, sig, outs)
     wrapper = factory(native, b, b.checks_ranges)
     module_globals[name] = wrapper
     return wrapper

@@ -23,6 +23,27 @@ CUDA_HEADERS_VERSION = 13000
 
 
 def _mk_cuArray3DCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuArray3DCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuArray3DCreate(pAllocateArray):
+            """cuArray3DCreate(pAllocateArray) -> pHandle (CUarray)
+
+            Calls the driver's cuArray3DCreate (ABI version 3020): CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pAllocateArray.__class__ is not int: pAllocateArray, _k1 = _address(pAllocateArray)
+            elif _chk and not 0 <= pAllocateArray <= 18446744073709551615: _check('p', pAllocateArray, 'pAllocateArray')
+            _v = _f1(pAllocateArray)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuArray3DCreate')
+            return _v
+
+        return cuArray3DCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -33,7 +54,7 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pAllocateArray.__class__ is not int: pAllocateArray, _k1 = _address(pAllocateArray)
-        elif _chk: _check('p', pAllocateArray, 'pAllocateArray')
+        elif _chk and not 0 <= pAllocateArray <= 18446744073709551615: _check('p', pAllocateArray, 'pAllocateArray')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -55,9 +76,9 @@ def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pArrayDescriptor.__class__ is not int: pArrayDescriptor, _k0 = _address(pArrayDescriptor)
-        elif _chk: _check('p', pArrayDescriptor, 'pArrayDescriptor')
+        elif _chk and not 0 <= pArrayDescriptor <= 18446744073709551615: _check('p', pArrayDescriptor, 'pArrayDescriptor')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
-        elif _chk: _check('p', hArray, 'hArray')
+        elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
         _rc = _fn(pArrayDescriptor, hArray)
         if _rc:
             _raise(_rc, 'cuArray3DGetDescriptor')
@@ -66,6 +87,27 @@ def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
 
 
 def _mk_cuArrayCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuArrayCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuArrayCreate(pAllocateArray):
+            """cuArrayCreate(pAllocateArray) -> pHandle (CUarray)
+
+            Calls the driver's cuArrayCreate (ABI version 3020): CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pAllocateArray.__class__ is not int: pAllocateArray, _k1 = _address(pAllocateArray)
+            elif _chk and not 0 <= pAllocateArray <= 18446744073709551615: _check('p', pAllocateArray, 'pAllocateArray')
+            _v = _f1(pAllocateArray)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuArrayCreate')
+            return _v
+
+        return cuArrayCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -76,7 +118,7 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pAllocateArray.__class__ is not int: pAllocateArray, _k1 = _address(pAllocateArray)
-        elif _chk: _check('p', pAllocateArray, 'pAllocateArray')
+        elif _chk and not 0 <= pAllocateArray <= 18446744073709551615: _check('p', pAllocateArray, 'pAllocateArray')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -98,7 +140,7 @@ def _mk_cuArrayDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hArray.__class__ is not int: hArray, _k0 = _address(hArray)
-        elif _chk: _check('p', hArray, 'hArray')
+        elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
         _rc = _fn(hArray)
         if _rc:
             _raise(_rc, 'cuArrayDestroy')
@@ -115,9 +157,9 @@ def _mk_cuArrayGetDescriptor(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pArrayDescriptor.__class__ is not int: pArrayDescriptor, _k0 = _address(pArrayDescriptor)
-        elif _chk: _check('p', pArrayDescriptor, 'pArrayDescriptor')
+        elif _chk and not 0 <= pArrayDescriptor <= 18446744073709551615: _check('p', pArrayDescriptor, 'pArrayDescriptor')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
-        elif _chk: _check('p', hArray, 'hArray')
+        elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
         _rc = _fn(pArrayDescriptor, hArray)
         if _rc:
             _raise(_rc, 'cuArrayGetDescriptor')
@@ -134,10 +176,10 @@ def _mk_cuArrayGetMemoryRequirements(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if memoryRequirements.__class__ is not int: memoryRequirements, _k0 = _address(memoryRequirements)
-        elif _chk: _check('p', memoryRequirements, 'memoryRequirements')
+        elif _chk and not 0 <= memoryRequirements <= 18446744073709551615: _check('p', memoryRequirements, 'memoryRequirements')
         if array.__class__ is not int: array, _k1 = _address(array)
-        elif _chk: _check('p', array, 'array')
-        if _chk: _check('i', device, 'device')
+        elif _chk and not 0 <= array <= 18446744073709551615: _check('p', array, 'array')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
         _rc = _fn(memoryRequirements, array, device)
         if _rc:
             _raise(_rc, 'cuArrayGetMemoryRequirements')
@@ -146,6 +188,28 @@ def _mk_cuArrayGetMemoryRequirements(_fn, _b, _chk):
 
 
 def _mk_cuArrayGetPlane(_fn, _b, _chk):
+    _fast = _b.fast1('cuArrayGetPlane', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuArrayGetPlane(hArray, planeIdx):
+            """cuArrayGetPlane(hArray, planeIdx) -> pPlaneArray (CUarray)
+
+            Calls the driver's cuArrayGetPlane (ABI version 11020): CUresult cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArray, unsigned int planeIdx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
+            elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
+            if _chk and (planeIdx.__class__ is not int or not 0 <= planeIdx <= 4294967295): _check('I', planeIdx, 'planeIdx')
+            _v = _f1(hArray, planeIdx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuArrayGetPlane')
+            return _v
+
+        return cuArrayGetPlane
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -156,8 +220,8 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
-        elif _chk: _check('p', hArray, 'hArray')
-        if _chk: _check('I', planeIdx, 'planeIdx')
+        elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
+        if _chk and (planeIdx.__class__ is not int or not 0 <= planeIdx <= 4294967295): _check('I', planeIdx, 'planeIdx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -179,9 +243,9 @@ def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if sparseProperties.__class__ is not int: sparseProperties, _k0 = _address(sparseProperties)
-        elif _chk: _check('p', sparseProperties, 'sparseProperties')
+        elif _chk and not 0 <= sparseProperties <= 18446744073709551615: _check('p', sparseProperties, 'sparseProperties')
         if array.__class__ is not int: array, _k1 = _address(array)
-        elif _chk: _check('p', array, 'array')
+        elif _chk and not 0 <= array <= 18446744073709551615: _check('p', array, 'array')
         _rc = _fn(sparseProperties, array)
         if _rc:
             _raise(_rc, 'cuArrayGetSparseProperties')
@@ -197,9 +261,9 @@ def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessCheckpoint (ABI version 12080): CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', pid, 'pid')
+        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
-        elif _chk: _check('p', args, 'args')
+        elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         _rc = _fn(pid, args)
         if _rc:
             _raise(_rc, 'cuCheckpointProcessCheckpoint')
@@ -208,6 +272,26 @@ def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
+    _fast = _b.fast1('cuCheckpointProcessGetRestoreThreadId', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCheckpointProcessGetRestoreThreadId(pid):
+            """cuCheckpointProcessGetRestoreThreadId(pid) -> tid (int)
+
+            Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+            _v = _f1(pid)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCheckpointProcessGetRestoreThreadId')
+            return _v
+
+        return cuCheckpointProcessGetRestoreThreadId
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -217,7 +301,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', pid, 'pid')
+        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -231,6 +315,26 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
+    _fast = _b.fast1('cuCheckpointProcessGetState', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCheckpointProcessGetState(pid):
+            """cuCheckpointProcessGetState(pid) -> state (CUprocessState)
+
+            Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+            _v = _f1(pid)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCheckpointProcessGetState')
+            return _v
+
+        return cuCheckpointProcessGetState
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -240,7 +344,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', pid, 'pid')
+        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -261,9 +365,9 @@ def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessLock (ABI version 12080): CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', pid, 'pid')
+        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
-        elif _chk: _check('p', args, 'args')
+        elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         _rc = _fn(pid, args)
         if _rc:
             _raise(_rc, 'cuCheckpointProcessLock')
@@ -279,9 +383,9 @@ def _mk_cuCheckpointProcessRestore(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessRestore (ABI version 12080): CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', pid, 'pid')
+        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
-        elif _chk: _check('p', args, 'args')
+        elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         _rc = _fn(pid, args)
         if _rc:
             _raise(_rc, 'cuCheckpointProcessRestore')
@@ -297,9 +401,9 @@ def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessUnlock (ABI version 12080): CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', pid, 'pid')
+        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
-        elif _chk: _check('p', args, 'args')
+        elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         _rc = _fn(pid, args)
         if _rc:
             _raise(_rc, 'cuCheckpointProcessUnlock')
@@ -318,9 +422,9 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -346,9 +450,9 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -374,9 +478,9 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -402,9 +506,9 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -420,6 +524,26 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
 
 
 def _mk_cuCtxAttach(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxAttach', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxAttach(flags):
+            """cuCtxAttach(flags) -> pctx (CUcontext)
+
+            Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxAttach')
+            return _v
+
+        return cuCtxAttach
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -429,7 +553,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
         Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -443,6 +567,29 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
 
 
 def _mk_cuCtxCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxCreate(ctxCreateParams, flags, dev):
+            """cuCtxCreate(ctxCreateParams, flags, dev) -> pctx (CUcontext)
+
+            Calls the driver's cuCtxCreate (ABI version 12050): CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
+            elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(ctxCreateParams, flags, dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxCreate')
+            return _v
+
+        return cuCtxCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -453,9 +600,9 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
-        elif _chk: _check('p', ctxCreateParams, 'ctxCreateParams')
-        if _chk: _check('I', flags, 'flags')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -477,7 +624,7 @@ def _mk_cuCtxDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(ctx)
         if _rc:
             _raise(_rc, 'cuCtxDestroy')
@@ -494,7 +641,7 @@ def _mk_cuCtxDetach(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(ctx)
         if _rc:
             _raise(_rc, 'cuCtxDetach')
@@ -511,7 +658,7 @@ def _mk_cuCtxDisablePeerAccess(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if peerContext.__class__ is not int: peerContext, _k0 = _address(peerContext)
-        elif _chk: _check('p', peerContext, 'peerContext')
+        elif _chk and not 0 <= peerContext <= 18446744073709551615: _check('p', peerContext, 'peerContext')
         _rc = _fn(peerContext)
         if _rc:
             _raise(_rc, 'cuCtxDisablePeerAccess')
@@ -528,8 +675,8 @@ def _mk_cuCtxEnablePeerAccess(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if peerContext.__class__ is not int: peerContext, _k0 = _address(peerContext)
-        elif _chk: _check('p', peerContext, 'peerContext')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= peerContext <= 18446744073709551615: _check('p', peerContext, 'peerContext')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(peerContext, Flags)
         if _rc:
             _raise(_rc, 'cuCtxEnablePeerAccess')
@@ -538,6 +685,27 @@ def _mk_cuCtxEnablePeerAccess(_fn, _b, _chk):
 
 
 def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxFromGreenCtx', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxFromGreenCtx(hCtx):
+            """cuCtxFromGreenCtx(hCtx) -> pContext (CUcontext)
+
+            Calls the driver's cuCtxFromGreenCtx (ABI version 12040): CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hCtx.__class__ is not int: hCtx, _k1 = _address(hCtx)
+            elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
+            _v = _f1(hCtx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxFromGreenCtx')
+            return _v
+
+        return cuCtxFromGreenCtx
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -548,7 +716,7 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k1 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -562,6 +730,27 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetApiVersion', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetApiVersion(ctx):
+            """cuCtxGetApiVersion(ctx) -> version (unsigned int)
+
+            Calls the driver's cuCtxGetApiVersion (ABI version 3020): CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
+            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+            _v = _f1(ctx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetApiVersion')
+            return _v
+
+        return cuCtxGetApiVersion
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -572,7 +761,7 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -586,6 +775,25 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetCacheConfig', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetCacheConfig():
+            """cuCtxGetCacheConfig() -> pconfig (CUfunc_cache)
+
+            Calls the driver's cuCtxGetCacheConfig (ABI version 3020): CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetCacheConfig')
+            return _v
+
+        return cuCtxGetCacheConfig
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -608,6 +816,25 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetCurrent(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetCurrent', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetCurrent():
+            """cuCtxGetCurrent() -> pctx (CUcontext)
+
+            Calls the driver's cuCtxGetCurrent (ABI version 4000): CUresult cuCtxGetCurrent(CUcontext *pctx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetCurrent')
+            return _v
+
+        return cuCtxGetCurrent
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -638,10 +865,10 @@ def _mk_cuCtxGetDevResource(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         _rc = _fn(hCtx, resource, type)
         if _rc:
             _raise(_rc, 'cuCtxGetDevResource')
@@ -650,6 +877,25 @@ def _mk_cuCtxGetDevResource(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetDevice(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetDevice', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetDevice():
+            """cuCtxGetDevice() -> device (CUdevice)
+
+            Calls the driver's cuCtxGetDevice (ABI version 2000): CUresult cuCtxGetDevice(CUdevice *device).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetDevice')
+            return _v
+
+        return cuCtxGetDevice
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -672,6 +918,27 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetDevice_v2', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetDevice_v2(ctx):
+            """cuCtxGetDevice_v2(ctx) -> device (CUdevice)
+
+            Calls the driver's cuCtxGetDevice (ABI version 13000): CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if ctx.__class__ is not int: ctx, _k1 = _address(ctx)
+            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+            _v = _f1(ctx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetDevice_v2')
+            return _v
+
+        return cuCtxGetDevice_v2
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -682,7 +949,7 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k1 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -704,8 +971,8 @@ def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pExecAffinity.__class__ is not int: pExecAffinity, _k0 = _address(pExecAffinity)
-        elif _chk: _check('p', pExecAffinity, 'pExecAffinity')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= pExecAffinity <= 18446744073709551615: _check('p', pExecAffinity, 'pExecAffinity')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         _rc = _fn(pExecAffinity, type)
         if _rc:
             _raise(_rc, 'cuCtxGetExecAffinity')
@@ -714,6 +981,25 @@ def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetFlags(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetFlags', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetFlags():
+            """cuCtxGetFlags() -> flags (unsigned int)
+
+            Calls the driver's cuCtxGetFlags (ABI version 7000): CUresult cuCtxGetFlags(unsigned int *flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetFlags')
+            return _v
+
+        return cuCtxGetFlags
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -736,6 +1022,27 @@ def _mk_cuCtxGetFlags(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetId(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetId', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetId(ctx):
+            """cuCtxGetId(ctx) -> ctxId (unsigned long long)
+
+            Calls the driver's cuCtxGetId (ABI version 12000): CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
+            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+            _v = _f1(ctx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetId')
+            return _v
+
+        return cuCtxGetId
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -746,7 +1053,7 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -760,6 +1067,26 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetLimit(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetLimit', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetLimit(limit):
+            """cuCtxGetLimit(limit) -> pvalue (size_t)
+
+            Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (limit.__class__ is not int or not 0 <= limit <= 4294967295): _check('I', limit, 'limit')
+            _v = _f1(limit)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetLimit')
+            return _v
+
+        return cuCtxGetLimit
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -769,7 +1096,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
         Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', limit, 'limit')
+        if _chk and (limit.__class__ is not int or not 0 <= limit <= 4294967295): _check('I', limit, 'limit')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -783,6 +1110,25 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxGetSharedMemConfig', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxGetSharedMemConfig():
+            """cuCtxGetSharedMemConfig() -> pConfig (CUsharedconfig)
+
+            Calls the driver's cuCtxGetSharedMemConfig (ABI version 4020): CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxGetSharedMemConfig')
+            return _v
+
+        return cuCtxGetSharedMemConfig
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -830,6 +1176,25 @@ def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
 
 
 def _mk_cuCtxPopCurrent(_fn, _b, _chk):
+    _fast = _b.fast1('cuCtxPopCurrent', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuCtxPopCurrent():
+            """cuCtxPopCurrent() -> pctx (CUcontext)
+
+            Calls the driver's cuCtxPopCurrent (ABI version 4000): CUresult cuCtxPopCurrent(CUcontext *pctx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuCtxPopCurrent')
+            return _v
+
+        return cuCtxPopCurrent
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -860,7 +1225,7 @@ def _mk_cuCtxPushCurrent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(ctx)
         if _rc:
             _raise(_rc, 'cuCtxPushCurrent')
@@ -877,9 +1242,9 @@ def _mk_cuCtxRecordEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hCtx, hEvent)
         if _rc:
             _raise(_rc, 'cuCtxRecordEvent')
@@ -910,7 +1275,7 @@ def _mk_cuCtxSetCacheConfig(_fn, _b, _chk):
         Calls the driver's cuCtxSetCacheConfig (ABI version 3020): CUresult cuCtxSetCacheConfig(CUfunc_cache config).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', config, 'config')
+        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
         _rc = _fn(config)
         if _rc:
             _raise(_rc, 'cuCtxSetCacheConfig')
@@ -927,7 +1292,7 @@ def _mk_cuCtxSetCurrent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(ctx)
         if _rc:
             _raise(_rc, 'cuCtxSetCurrent')
@@ -943,7 +1308,7 @@ def _mk_cuCtxSetFlags(_fn, _b, _chk):
         Calls the driver's cuCtxSetFlags (ABI version 12010): CUresult cuCtxSetFlags(unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(flags)
         if _rc:
             _raise(_rc, 'cuCtxSetFlags')
@@ -959,8 +1324,8 @@ def _mk_cuCtxSetLimit(_fn, _b, _chk):
         Calls the driver's cuCtxSetLimit (ABI version 3010): CUresult cuCtxSetLimit(CUlimit limit, size_t value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', limit, 'limit')
-        if _chk: _check('z', value, 'value')
+        if _chk and (limit.__class__ is not int or not 0 <= limit <= 4294967295): _check('I', limit, 'limit')
+        if _chk and (value.__class__ is not int or not 0 <= value <= 18446744073709551615): _check('z', value, 'value')
         _rc = _fn(limit, value)
         if _rc:
             _raise(_rc, 'cuCtxSetLimit')
@@ -976,7 +1341,7 @@ def _mk_cuCtxSetSharedMemConfig(_fn, _b, _chk):
         Calls the driver's cuCtxSetSharedMemConfig (ABI version 4020): CUresult cuCtxSetSharedMemConfig(CUsharedconfig config).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', config, 'config')
+        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
         _rc = _fn(config)
         if _rc:
             _raise(_rc, 'cuCtxSetSharedMemConfig')
@@ -1008,7 +1373,7 @@ def _mk_cuCtxSynchronize_v2(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(ctx)
         if _rc:
             _raise(_rc, 'cuCtxSynchronize_v2')
@@ -1025,9 +1390,9 @@ def _mk_cuCtxWaitEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hCtx, hEvent)
         if _rc:
             _raise(_rc, 'cuCtxWaitEvent')
@@ -1044,7 +1409,7 @@ def _mk_cuDestroyExternalMemory(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if extMem.__class__ is not int: extMem, _k0 = _address(extMem)
-        elif _chk: _check('p', extMem, 'extMem')
+        elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
         _rc = _fn(extMem)
         if _rc:
             _raise(_rc, 'cuDestroyExternalMemory')
@@ -1061,7 +1426,7 @@ def _mk_cuDestroyExternalSemaphore(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if extSem.__class__ is not int: extSem, _k0 = _address(extSem)
-        elif _chk: _check('p', extSem, 'extSem')
+        elif _chk and not 0 <= extSem <= 18446744073709551615: _check('p', extSem, 'extSem')
         _rc = _fn(extSem)
         if _rc:
             _raise(_rc, 'cuDestroyExternalSemaphore')
@@ -1070,6 +1435,28 @@ def _mk_cuDestroyExternalSemaphore(_fn, _b, _chk):
 
 
 def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
+    _fast = _b.fast1('cuDevResourceGenerateDesc', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDevResourceGenerateDesc(resources, nbResources):
+            """cuDevResourceGenerateDesc(resources, nbResources) -> phDesc (CUdevResourceDesc)
+
+            Calls the driver's cuDevResourceGenerateDesc (ABI version 12040): CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if resources.__class__ is not int: resources, _k1 = _address(resources)
+            elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
+            if _chk and (nbResources.__class__ is not int or not 0 <= nbResources <= 4294967295): _check('I', nbResources, 'nbResources')
+            _v = _f1(resources, nbResources)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDevResourceGenerateDesc')
+            return _v
+
+        return cuDevResourceGenerateDesc
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1080,8 +1467,8 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if resources.__class__ is not int: resources, _k1 = _address(resources)
-        elif _chk: _check('p', resources, 'resources')
-        if _chk: _check('I', nbResources, 'nbResources')
+        elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
+        if _chk and (nbResources.__class__ is not int or not 0 <= nbResources <= 4294967295): _check('I', nbResources, 'nbResources')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1106,13 +1493,13 @@ def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if result.__class__ is not int: result, _k0 = _address(result)
-        elif _chk: _check('p', result, 'result')
+        elif _chk and not 0 <= result <= 18446744073709551615: _check('p', result, 'result')
         if input.__class__ is not int: input, _k2 = _address(input)
-        elif _chk: _check('p', input, 'input')
+        elif _chk and not 0 <= input <= 18446744073709551615: _check('p', input, 'input')
         if remaining.__class__ is not int: remaining, _k3 = _address(remaining)
-        elif _chk: _check('p', remaining, 'remaining')
-        if _chk: _check('I', useFlags, 'useFlags')
-        if _chk: _check('I', minCount, 'minCount')
+        elif _chk and not 0 <= remaining <= 18446744073709551615: _check('p', remaining, 'remaining')
+        if _chk and (useFlags.__class__ is not int or not 0 <= useFlags <= 4294967295): _check('I', useFlags, 'useFlags')
+        if _chk and (minCount.__class__ is not int or not 0 <= minCount <= 4294967295): _check('I', minCount, 'minCount')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1128,6 +1515,27 @@ def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
 
 
 def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceCanAccessPeer', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceCanAccessPeer(dev, peerDev):
+            """cuDeviceCanAccessPeer(dev, peerDev) -> canAccessPeer (int)
+
+            Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and (peerDev.__class__ is not int or not -2147483648 <= peerDev <= 2147483647): _check('i', peerDev, 'peerDev')
+            _v = _f1(dev, peerDev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceCanAccessPeer')
+            return _v
+
+        return cuDeviceCanAccessPeer
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1137,8 +1545,8 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
         Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
-        if _chk: _check('i', peerDev, 'peerDev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and (peerDev.__class__ is not int or not -2147483648 <= peerDev <= 2147483647): _check('i', peerDev, 'peerDev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1163,7 +1571,7 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -1178,6 +1586,26 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGet(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGet', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGet(ordinal):
+            """cuDeviceGet(ordinal) -> device (CUdevice)
+
+            Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (ordinal.__class__ is not int or not -2147483648 <= ordinal <= 2147483647): _check('i', ordinal, 'ordinal')
+            _v = _f1(ordinal)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGet')
+            return _v
+
+        return cuDeviceGet
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1187,7 +1615,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
         Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', ordinal, 'ordinal')
+        if _chk and (ordinal.__class__ is not int or not -2147483648 <= ordinal <= 2147483647): _check('i', ordinal, 'ordinal')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1201,6 +1629,27 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetAttribute', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetAttribute(attrib, dev):
+            """cuDeviceGetAttribute(attrib, dev) -> pi (int)
+
+            Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(attrib, dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetAttribute')
+            return _v
+
+        return cuDeviceGetAttribute
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1210,8 +1659,8 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1225,6 +1674,27 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetByPCIBusId', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetByPCIBusId(pciBusId):
+            """cuDeviceGetByPCIBusId(pciBusId) -> dev (CUdevice)
+
+            Calls the driver's cuDeviceGetByPCIBusId (ABI version 4010): CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pciBusId.__class__ is not int: pciBusId, _k1 = _cstring(pciBusId)
+            elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
+            _v = _f1(pciBusId)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetByPCIBusId')
+            return _v
+
+        return cuDeviceGetByPCIBusId
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1235,7 +1705,7 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pciBusId.__class__ is not int: pciBusId, _k1 = _cstring(pciBusId)
-        elif _chk: _check('p', pciBusId, 'pciBusId')
+        elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1249,6 +1719,25 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetCount(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetCount', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetCount():
+            """cuDeviceGetCount() -> count (int)
+
+            Calls the driver's cuDeviceGetCount (ABI version 2000): CUresult cuDeviceGetCount(int *count).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetCount')
+            return _v
+
+        return cuDeviceGetCount
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1271,6 +1760,26 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetDefaultMemPool', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetDefaultMemPool(dev):
+            """cuDeviceGetDefaultMemPool(dev) -> pool_out (CUmemoryPool)
+
+            Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetDefaultMemPool')
+            return _v
+
+        return cuDeviceGetDefaultMemPool
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1280,7 +1789,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1301,10 +1810,10 @@ def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
         Calls the driver's cuDeviceGetDevResource (ABI version 12040): CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', device, 'device')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         _rc = _fn(device, resource, type)
         if _rc:
             _raise(_rc, 'cuDeviceGetDevResource')
@@ -1313,6 +1822,27 @@ def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetExecAffinitySupport', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetExecAffinitySupport(type, dev):
+            """cuDeviceGetExecAffinitySupport(type, dev) -> pi (int)
+
+            Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(type, dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetExecAffinitySupport')
+            return _v
+
+        return cuDeviceGetExecAffinitySupport
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1322,8 +1852,8 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
         Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', type, 'type')
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1344,10 +1874,10 @@ def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetGraphMemAttribute (ABI version 11040): CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', device, 'device')
-        if _chk: _check('I', attr, 'attr')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         _rc = _fn(device, attr, value)
         if _rc:
             _raise(_rc, 'cuDeviceGetGraphMemAttribute')
@@ -1364,11 +1894,11 @@ def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if capabilities.__class__ is not int: capabilities, _k0 = _address(capabilities)
-        elif _chk: _check('p', capabilities, 'capabilities')
+        elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
-        elif _chk: _check('p', operations, 'operations')
-        if _chk: _check('I', count, 'count')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= operations <= 18446744073709551615: _check('p', operations, 'operations')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(capabilities, operations, count, dev)
         if _rc:
             _raise(_rc, 'cuDeviceGetHostAtomicCapabilities')
@@ -1377,6 +1907,28 @@ def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetLuid(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetLuid', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetLuid(luid, dev):
+            """cuDeviceGetLuid(luid, dev) -> deviceNodeMask (unsigned int)
+
+            Calls the driver's cuDeviceGetLuid (ABI version 10000): CUresult cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if luid.__class__ is not int: luid, _k0 = _address(luid)
+            elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(luid, dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetLuid')
+            return _v
+
+        return cuDeviceGetLuid
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -1387,8 +1939,8 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if luid.__class__ is not int: luid, _k0 = _address(luid)
-        elif _chk: _check('p', luid, 'luid')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1402,6 +1954,26 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetMemPool', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetMemPool(dev):
+            """cuDeviceGetMemPool(dev) -> pool (CUmemoryPool)
+
+            Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetMemPool')
+            return _v
+
+        return cuDeviceGetMemPool
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1411,7 +1983,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1433,9 +2005,9 @@ def _mk_cuDeviceGetName(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if name.__class__ is not int: name, _k0 = _address(name)
-        elif _chk: _check('p', name, 'name')
-        if _chk: _check('i', len, 'len')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
+        if _chk and (len.__class__ is not int or not -2147483648 <= len <= 2147483647): _check('i', len, 'len')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(name, len, dev)
         if _rc:
             _raise(_rc, 'cuDeviceGetName')
@@ -1452,9 +2024,9 @@ def _mk_cuDeviceGetNvSciSyncAttributes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if nvSciSyncAttrList.__class__ is not int: nvSciSyncAttrList, _k0 = _address(nvSciSyncAttrList)
-        elif _chk: _check('p', nvSciSyncAttrList, 'nvSciSyncAttrList')
-        if _chk: _check('i', dev, 'dev')
-        if _chk: _check('i', flags, 'flags')
+        elif _chk and not 0 <= nvSciSyncAttrList <= 18446744073709551615: _check('p', nvSciSyncAttrList, 'nvSciSyncAttrList')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and (flags.__class__ is not int or not -2147483648 <= flags <= 2147483647): _check('i', flags, 'flags')
         _rc = _fn(nvSciSyncAttrList, dev, flags)
         if _rc:
             _raise(_rc, 'cuDeviceGetNvSciSyncAttributes')
@@ -1471,12 +2043,12 @@ def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if capabilities.__class__ is not int: capabilities, _k0 = _address(capabilities)
-        elif _chk: _check('p', capabilities, 'capabilities')
+        elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
-        elif _chk: _check('p', operations, 'operations')
-        if _chk: _check('I', count, 'count')
-        if _chk: _check('i', srcDevice, 'srcDevice')
-        if _chk: _check('i', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= operations <= 18446744073709551615: _check('p', operations, 'operations')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and (srcDevice.__class__ is not int or not -2147483648 <= srcDevice <= 2147483647): _check('i', srcDevice, 'srcDevice')
+        if _chk and (dstDevice.__class__ is not int or not -2147483648 <= dstDevice <= 2147483647): _check('i', dstDevice, 'dstDevice')
         _rc = _fn(capabilities, operations, count, srcDevice, dstDevice)
         if _rc:
             _raise(_rc, 'cuDeviceGetP2PAtomicCapabilities')
@@ -1485,6 +2057,28 @@ def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetP2PAttribute', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice):
+            """cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice) -> value (int)
+
+            Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+            if _chk and (srcDevice.__class__ is not int or not -2147483648 <= srcDevice <= 2147483647): _check('i', srcDevice, 'srcDevice')
+            if _chk and (dstDevice.__class__ is not int or not -2147483648 <= dstDevice <= 2147483647): _check('i', dstDevice, 'dstDevice')
+            _v = _f1(attrib, srcDevice, dstDevice)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetP2PAttribute')
+            return _v
+
+        return cuDeviceGetP2PAttribute
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1494,9 +2088,9 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
-        if _chk: _check('i', srcDevice, 'srcDevice')
-        if _chk: _check('i', dstDevice, 'dstDevice')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and (srcDevice.__class__ is not int or not -2147483648 <= srcDevice <= 2147483647): _check('i', srcDevice, 'srcDevice')
+        if _chk and (dstDevice.__class__ is not int or not -2147483648 <= dstDevice <= 2147483647): _check('i', dstDevice, 'dstDevice')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1518,9 +2112,9 @@ def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pciBusId.__class__ is not int: pciBusId, _k0 = _address(pciBusId)
-        elif _chk: _check('p', pciBusId, 'pciBusId')
-        if _chk: _check('i', len, 'len')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
+        if _chk and (len.__class__ is not int or not -2147483648 <= len <= 2147483647): _check('i', len, 'len')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(pciBusId, len, dev)
         if _rc:
             _raise(_rc, 'cuDeviceGetPCIBusId')
@@ -1537,8 +2131,8 @@ def _mk_cuDeviceGetProperties(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if prop.__class__ is not int: prop, _k0 = _address(prop)
-        elif _chk: _check('p', prop, 'prop')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(prop, dev)
         if _rc:
             _raise(_rc, 'cuDeviceGetProperties')
@@ -1547,6 +2141,28 @@ def _mk_cuDeviceGetProperties(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceGetTexture1DLinearMaxWidth', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceGetTexture1DLinearMaxWidth(format, numChannels, dev):
+            """cuDeviceGetTexture1DLinearMaxWidth(format, numChannels, dev) -> maxWidthInElements (size_t)
+
+            Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (format.__class__ is not int or not 0 <= format <= 4294967295): _check('I', format, 'format')
+            if _chk and (numChannels.__class__ is not int or not 0 <= numChannels <= 4294967295): _check('I', numChannels, 'numChannels')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(format, numChannels, dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceGetTexture1DLinearMaxWidth')
+            return _v
+
+        return cuDeviceGetTexture1DLinearMaxWidth
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -1556,9 +2172,9 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
         Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', format, 'format')
-        if _chk: _check('I', numChannels, 'numChannels')
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (format.__class__ is not int or not 0 <= format <= 4294967295): _check('I', format, 'format')
+        if _chk and (numChannels.__class__ is not int or not 0 <= numChannels <= 4294967295): _check('I', numChannels, 'numChannels')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1580,8 +2196,8 @@ def _mk_cuDeviceGetUuid(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if uuid.__class__ is not int: uuid, _k0 = _address(uuid)
-        elif _chk: _check('p', uuid, 'uuid')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= uuid <= 18446744073709551615: _check('p', uuid, 'uuid')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(uuid, dev)
         if _rc:
             _raise(_rc, 'cuDeviceGetUuid')
@@ -1597,7 +2213,7 @@ def _mk_cuDeviceGraphMemTrim(_fn, _b, _chk):
         Calls the driver's cuDeviceGraphMemTrim (ABI version 11040): CUresult cuDeviceGraphMemTrim(CUdevice device).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', device, 'device')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
         _rc = _fn(device)
         if _rc:
             _raise(_rc, 'cuDeviceGraphMemTrim')
@@ -1617,7 +2233,7 @@ def _mk_cuDevicePrimaryCtxGetState(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -1639,7 +2255,7 @@ def _mk_cuDevicePrimaryCtxRelease(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxRelease (ABI version 11000): CUresult cuDevicePrimaryCtxRelease(CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(dev)
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxRelease')
@@ -1655,7 +2271,7 @@ def _mk_cuDevicePrimaryCtxReset(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxReset (ABI version 11000): CUresult cuDevicePrimaryCtxReset(CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(dev)
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxReset')
@@ -1664,6 +2280,26 @@ def _mk_cuDevicePrimaryCtxReset(_fn, _b, _chk):
 
 
 def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
+    _fast = _b.fast1('cuDevicePrimaryCtxRetain', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDevicePrimaryCtxRetain(dev):
+            """cuDevicePrimaryCtxRetain(dev) -> pctx (CUcontext)
+
+            Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDevicePrimaryCtxRetain')
+            return _v
+
+        return cuDevicePrimaryCtxRetain
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1673,7 +2309,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1694,8 +2330,8 @@ def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxSetFlags (ABI version 11000): CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(dev, flags)
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxSetFlags')
@@ -1704,6 +2340,30 @@ def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
 
 
 def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceRegisterAsyncNotification', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceRegisterAsyncNotification(device, callbackFunc, userData):
+            """cuDeviceRegisterAsyncNotification(device, callbackFunc, userData) -> callback (CUasyncCallbackHandle)
+
+            Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+            if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
+            elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
+            if userData.__class__ is not int: userData, _k2 = _address(userData)
+            elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+            _v = _f1(device, callbackFunc, userData)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceRegisterAsyncNotification')
+            return _v
+
+        return cuDeviceRegisterAsyncNotification
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1713,11 +2373,11 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
         Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', device, 'device')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
         if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
-        elif _chk: _check('p', callbackFunc, 'callbackFunc')
+        elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
-        elif _chk: _check('p', userData, 'userData')
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1738,10 +2398,10 @@ def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceSetGraphMemAttribute (ABI version 11040): CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', device, 'device')
-        if _chk: _check('I', attr, 'attr')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         _rc = _fn(device, attr, value)
         if _rc:
             _raise(_rc, 'cuDeviceSetGraphMemAttribute')
@@ -1757,9 +2417,9 @@ def _mk_cuDeviceSetMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceSetMemPool (ABI version 11020): CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         if pool.__class__ is not int: pool, _k1 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         _rc = _fn(dev, pool)
         if _rc:
             _raise(_rc, 'cuDeviceSetMemPool')
@@ -1768,6 +2428,26 @@ def _mk_cuDeviceSetMemPool(_fn, _b, _chk):
 
 
 def _mk_cuDeviceTotalMem(_fn, _b, _chk):
+    _fast = _b.fast1('cuDeviceTotalMem', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDeviceTotalMem(dev):
+            """cuDeviceTotalMem(dev) -> bytes (size_t)
+
+            Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDeviceTotalMem')
+            return _v
+
+        return cuDeviceTotalMem
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -1777,7 +2457,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
         Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1798,9 +2478,9 @@ def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
         Calls the driver's cuDeviceUnregisterAsyncNotification (ABI version 12040): CUresult cuDeviceUnregisterAsyncNotification(CUdevice device, CUasyncCallbackHandle callback).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('i', device, 'device')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
         if callback.__class__ is not int: callback, _k1 = _address(callback)
-        elif _chk: _check('p', callback, 'callback')
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
         _rc = _fn(device, callback)
         if _rc:
             _raise(_rc, 'cuDeviceUnregisterAsyncNotification')
@@ -1809,6 +2489,25 @@ def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
 
 
 def _mk_cuDriverGetVersion(_fn, _b, _chk):
+    _fast = _b.fast1('cuDriverGetVersion', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuDriverGetVersion():
+            """cuDriverGetVersion() -> driverVersion (int)
+
+            Calls the driver's cuDriverGetVersion (ABI version 2020): CUresult cuDriverGetVersion(int *driverVersion).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuDriverGetVersion')
+            return _v
+
+        return cuDriverGetVersion
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1831,6 +2530,26 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
 
 
 def _mk_cuEventCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuEventCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuEventCreate(Flags):
+            """cuEventCreate(Flags) -> phEvent (CUevent)
+
+            Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            _v = _f1(Flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuEventCreate')
+            return _v
+
+        return cuEventCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1840,7 +2559,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
         Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', Flags, 'Flags')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1862,7 +2581,7 @@ def _mk_cuEventDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hEvent)
         if _rc:
             _raise(_rc, 'cuEventDestroy')
@@ -1881,9 +2600,9 @@ def _mk_cuEventElapsedTime(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStart.__class__ is not int: hStart, _k1 = _address(hStart)
-        elif _chk: _check('p', hStart, 'hStart')
+        elif _chk and not 0 <= hStart <= 18446744073709551615: _check('p', hStart, 'hStart')
         if hEnd.__class__ is not int: hEnd, _k2 = _address(hEnd)
-        elif _chk: _check('p', hEnd, 'hEnd')
+        elif _chk and not 0 <= hEnd <= 18446744073709551615: _check('p', hEnd, 'hEnd')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1905,7 +2624,7 @@ def _mk_cuEventQuery(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hEvent)
         if _rc:
             _raise(_rc, 'cuEventQuery')
@@ -1922,9 +2641,9 @@ def _mk_cuEventRecord(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(hEvent, hStream)
         if _rc:
             _raise(_rc, 'cuEventRecord')
@@ -1941,10 +2660,10 @@ def _mk_cuEventRecordWithFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(hEvent, hStream, flags)
         if _rc:
             _raise(_rc, 'cuEventRecordWithFlags')
@@ -1961,7 +2680,7 @@ def _mk_cuEventSynchronize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hEvent)
         if _rc:
             _raise(_rc, 'cuEventSynchronize')
@@ -1970,6 +2689,29 @@ def _mk_cuEventSynchronize(_fn, _b, _chk):
 
 
 def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
+    _fast = _b.fast1('cuExternalMemoryGetMappedBuffer', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuExternalMemoryGetMappedBuffer(extMem, bufferDesc):
+            """cuExternalMemoryGetMappedBuffer(extMem, bufferDesc) -> devPtr (CUdeviceptr)
+
+            Calls the driver's cuExternalMemoryGetMappedBuffer (ABI version 10000): CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if extMem.__class__ is not int: extMem, _k1 = _address(extMem)
+            elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
+            if bufferDesc.__class__ is not int: bufferDesc, _k2 = _address(bufferDesc)
+            elif _chk and not 0 <= bufferDesc <= 18446744073709551615: _check('p', bufferDesc, 'bufferDesc')
+            _v = _f1(extMem, bufferDesc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuExternalMemoryGetMappedBuffer')
+            return _v
+
+        return cuExternalMemoryGetMappedBuffer
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -1980,9 +2722,9 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if extMem.__class__ is not int: extMem, _k1 = _address(extMem)
-        elif _chk: _check('p', extMem, 'extMem')
+        elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
         if bufferDesc.__class__ is not int: bufferDesc, _k2 = _address(bufferDesc)
-        elif _chk: _check('p', bufferDesc, 'bufferDesc')
+        elif _chk and not 0 <= bufferDesc <= 18446744073709551615: _check('p', bufferDesc, 'bufferDesc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1996,6 +2738,29 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
 
 
 def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
+    _fast = _b.fast1('cuExternalMemoryGetMappedMipmappedArray', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuExternalMemoryGetMappedMipmappedArray(extMem, mipmapDesc):
+            """cuExternalMemoryGetMappedMipmappedArray(extMem, mipmapDesc) -> mipmap (CUmipmappedArray)
+
+            Calls the driver's cuExternalMemoryGetMappedMipmappedArray (ABI version 10000): CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray *mipmap, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *mipmapDesc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if extMem.__class__ is not int: extMem, _k1 = _address(extMem)
+            elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
+            if mipmapDesc.__class__ is not int: mipmapDesc, _k2 = _address(mipmapDesc)
+            elif _chk and not 0 <= mipmapDesc <= 18446744073709551615: _check('p', mipmapDesc, 'mipmapDesc')
+            _v = _f1(extMem, mipmapDesc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuExternalMemoryGetMappedMipmappedArray')
+            return _v
+
+        return cuExternalMemoryGetMappedMipmappedArray
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2006,9 +2771,9 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if extMem.__class__ is not int: extMem, _k1 = _address(extMem)
-        elif _chk: _check('p', extMem, 'extMem')
+        elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
         if mipmapDesc.__class__ is not int: mipmapDesc, _k2 = _address(mipmapDesc)
-        elif _chk: _check('p', mipmapDesc, 'mipmapDesc')
+        elif _chk and not 0 <= mipmapDesc <= 18446744073709551615: _check('p', mipmapDesc, 'mipmapDesc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2029,8 +2794,8 @@ def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
         Calls the driver's cuFlushGPUDirectRDMAWrites (ABI version 11030): CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', target, 'target')
-        if _chk: _check('I', scope, 'scope')
+        if _chk and (target.__class__ is not int or not 0 <= target <= 4294967295): _check('I', target, 'target')
+        if _chk and (scope.__class__ is not int or not 0 <= scope <= 4294967295): _check('I', scope, 'scope')
         _rc = _fn(target, scope)
         if _rc:
             _raise(_rc, 'cuFlushGPUDirectRDMAWrites')
@@ -2039,6 +2804,28 @@ def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
 
 
 def _mk_cuFuncGetAttribute(_fn, _b, _chk):
+    _fast = _b.fast1('cuFuncGetAttribute', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuFuncGetAttribute(attrib, hfunc):
+            """cuFuncGetAttribute(attrib, hfunc) -> pi (int)
+
+            Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+            if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
+            elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+            _v = _f1(attrib, hfunc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuFuncGetAttribute')
+            return _v
+
+        return cuFuncGetAttribute
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -2048,9 +2835,9 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
         Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
         if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2064,6 +2851,27 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuFuncGetModule(_fn, _b, _chk):
+    _fast = _b.fast1('cuFuncGetModule', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuFuncGetModule(hfunc):
+            """cuFuncGetModule(hfunc) -> hmod (CUmodule)
+
+            Calls the driver's cuFuncGetModule (ABI version 11000): CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hfunc.__class__ is not int: hfunc, _k1 = _address(hfunc)
+            elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+            _v = _f1(hfunc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuFuncGetModule')
+            return _v
+
+        return cuFuncGetModule
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2074,7 +2882,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k1 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2098,7 +2906,7 @@ def _mk_cuFuncGetName(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k1 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2124,8 +2932,8 @@ def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k0 = _address(func)
-        elif _chk: _check('p', func, 'func')
-        if _chk: _check('z', paramIndex, 'paramIndex')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+        if _chk and (paramIndex.__class__ is not int or not 0 <= paramIndex <= 18446744073709551615): _check('z', paramIndex, 'paramIndex')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -2140,6 +2948,27 @@ def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
 
 
 def _mk_cuFuncIsLoaded(_fn, _b, _chk):
+    _fast = _b.fast1('cuFuncIsLoaded', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuFuncIsLoaded(function):
+            """cuFuncIsLoaded(function) -> state (CUfunctionLoadingState)
+
+            Calls the driver's cuFuncIsLoaded (ABI version 12040): CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if function.__class__ is not int: function, _k1 = _address(function)
+            elif _chk and not 0 <= function <= 18446744073709551615: _check('p', function, 'function')
+            _v = _f1(function)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuFuncIsLoaded')
+            return _v
+
+        return cuFuncIsLoaded
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -2150,7 +2979,7 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if function.__class__ is not int: function, _k1 = _address(function)
-        elif _chk: _check('p', function, 'function')
+        elif _chk and not 0 <= function <= 18446744073709551615: _check('p', function, 'function')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2172,7 +3001,7 @@ def _mk_cuFuncLoad(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if function.__class__ is not int: function, _k0 = _address(function)
-        elif _chk: _check('p', function, 'function')
+        elif _chk and not 0 <= function <= 18446744073709551615: _check('p', function, 'function')
         _rc = _fn(function)
         if _rc:
             _raise(_rc, 'cuFuncLoad')
@@ -2189,9 +3018,9 @@ def _mk_cuFuncSetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('I', attrib, 'attrib')
-        if _chk: _check('i', value, 'value')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and (value.__class__ is not int or not -2147483648 <= value <= 2147483647): _check('i', value, 'value')
         _rc = _fn(hfunc, attrib, value)
         if _rc:
             _raise(_rc, 'cuFuncSetAttribute')
@@ -2208,10 +3037,10 @@ def _mk_cuFuncSetBlockShape(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('i', x, 'x')
-        if _chk: _check('i', y, 'y')
-        if _chk: _check('i', z, 'z')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (x.__class__ is not int or not -2147483648 <= x <= 2147483647): _check('i', x, 'x')
+        if _chk and (y.__class__ is not int or not -2147483648 <= y <= 2147483647): _check('i', y, 'y')
+        if _chk and (z.__class__ is not int or not -2147483648 <= z <= 2147483647): _check('i', z, 'z')
         _rc = _fn(hfunc, x, y, z)
         if _rc:
             _raise(_rc, 'cuFuncSetBlockShape')
@@ -2228,8 +3057,8 @@ def _mk_cuFuncSetCacheConfig(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('I', config, 'config')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
         _rc = _fn(hfunc, config)
         if _rc:
             _raise(_rc, 'cuFuncSetCacheConfig')
@@ -2246,8 +3075,8 @@ def _mk_cuFuncSetSharedMemConfig(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('I', config, 'config')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
         _rc = _fn(hfunc, config)
         if _rc:
             _raise(_rc, 'cuFuncSetSharedMemConfig')
@@ -2264,8 +3093,8 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('I', bytes, 'bytes')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (bytes.__class__ is not int or not 0 <= bytes <= 4294967295): _check('I', bytes, 'bytes')
         _rc = _fn(hfunc, bytes)
         if _rc:
             _raise(_rc, 'cuFuncSetSharedSize')
@@ -2283,7 +3112,7 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
         Calls the driver's cuGetErrorName (ABI version 6000): CUresult cuGetErrorName(CUresult error, const char **pStr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', error, 'error')
+        if _chk and (error.__class__ is not int or not 0 <= error <= 4294967295): _check('I', error, 'error')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2306,7 +3135,7 @@ def _mk_cuGetErrorString(_fn, _b, _chk):
         Calls the driver's cuGetErrorString (ABI version 6000): CUresult cuGetErrorString(CUresult error, const char **pStr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', error, 'error')
+        if _chk and (error.__class__ is not int or not 0 <= error <= 4294967295): _check('I', error, 'error')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2320,6 +3149,27 @@ def _mk_cuGetErrorString(_fn, _b, _chk):
 
 
 def _mk_cuGetExportTable(_fn, _b, _chk):
+    _fast = _b.fast1('cuGetExportTable', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGetExportTable(pExportTableId):
+            """cuGetExportTable(pExportTableId) -> ppExportTable (const void *)
+
+            Calls the driver's cuGetExportTable (ABI version 3000): CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pExportTableId.__class__ is not int: pExportTableId, _k1 = _address(pExportTableId)
+            elif _chk and not 0 <= pExportTableId <= 18446744073709551615: _check('p', pExportTableId, 'pExportTableId')
+            _v = _f1(pExportTableId)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGetExportTable')
+            return _v
+
+        return cuGetExportTable
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2330,7 +3180,7 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pExportTableId.__class__ is not int: pExportTableId, _k1 = _address(pExportTableId)
-        elif _chk: _check('p', pExportTableId, 'pExportTableId')
+        elif _chk and not 0 <= pExportTableId <= 18446744073709551615: _check('p', pExportTableId, 'pExportTableId')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2356,9 +3206,9 @@ def _mk_cuGetProcAddress(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if symbol.__class__ is not int: symbol, _k0 = _cstring(symbol)
-        elif _chk: _check('p', symbol, 'symbol')
-        if _chk: _check('i', cudaVersion, 'cudaVersion')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= symbol <= 18446744073709551615: _check('p', symbol, 'symbol')
+        if _chk and (cudaVersion.__class__ is not int or not -2147483648 <= cudaVersion <= 2147483647): _check('i', cudaVersion, 'cudaVersion')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -2373,6 +3223,32 @@ def _mk_cuGetProcAddress(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddBatchMemOpNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddBatchMemOpNode(hGraph, dependencies, numDependencies, nodeParams):
+            """cuGraphAddBatchMemOpNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddBatchMemOpNode (ABI version 11070): CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddBatchMemOpNode')
+            return _v
+
+        return cuGraphAddBatchMemOpNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2383,12 +3259,12 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2402,6 +3278,32 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddChildGraphNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddChildGraphNode(hGraph, dependencies, numDependencies, childGraph):
+            """cuGraphAddChildGraphNode(hGraph, dependencies, numDependencies, childGraph) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddChildGraphNode (ABI version 10000): CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
+            elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
+            _v = _f1(hGraph, dependencies, numDependencies, childGraph)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddChildGraphNode')
+            return _v
+
+        return cuGraphAddChildGraphNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2412,12 +3314,12 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
-        elif _chk: _check('p', childGraph, 'childGraph')
+        elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2439,14 +3341,14 @@ def _mk_cuGraphAddDependencies(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if from_.__class__ is not int: from_, _k1 = _address(from_)
-        elif _chk: _check('p', from_, 'from')
+        elif _chk and not 0 <= from_ <= 18446744073709551615: _check('p', from_, 'from')
         if to.__class__ is not int: to, _k2 = _address(to)
-        elif _chk: _check('p', to, 'to')
+        elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
-        elif _chk: _check('p', edgeData, 'edgeData')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
         if _rc:
             _raise(_rc, 'cuGraphAddDependencies')
@@ -2455,6 +3357,30 @@ def _mk_cuGraphAddDependencies(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddEmptyNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddEmptyNode(hGraph, dependencies, numDependencies):
+            """cuGraphAddEmptyNode(hGraph, dependencies, numDependencies) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddEmptyNode (ABI version 10000): CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            _v = _f1(hGraph, dependencies, numDependencies)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddEmptyNode')
+            return _v
+
+        return cuGraphAddEmptyNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2465,10 +3391,10 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2482,6 +3408,32 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddEventRecordNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddEventRecordNode(hGraph, dependencies, numDependencies, event):
+            """cuGraphAddEventRecordNode(hGraph, dependencies, numDependencies, event) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddEventRecordNode (ABI version 11010): CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if event.__class__ is not int: event, _k4 = _address(event)
+            elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
+            _v = _f1(hGraph, dependencies, numDependencies, event)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddEventRecordNode')
+            return _v
+
+        return cuGraphAddEventRecordNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2492,12 +3444,12 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if event.__class__ is not int: event, _k4 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2511,6 +3463,32 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddEventWaitNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddEventWaitNode(hGraph, dependencies, numDependencies, event):
+            """cuGraphAddEventWaitNode(hGraph, dependencies, numDependencies, event) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddEventWaitNode (ABI version 11010): CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if event.__class__ is not int: event, _k4 = _address(event)
+            elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
+            _v = _f1(hGraph, dependencies, numDependencies, event)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddEventWaitNode')
+            return _v
+
+        return cuGraphAddEventWaitNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2521,12 +3499,12 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if event.__class__ is not int: event, _k4 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2540,6 +3518,32 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddExternalSemaphoresSignalNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddExternalSemaphoresSignalNode(hGraph, dependencies, numDependencies, nodeParams):
+            """cuGraphAddExternalSemaphoresSignalNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddExternalSemaphoresSignalNode (ABI version 11020): CUresult cuGraphAddExternalSemaphoresSignalNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddExternalSemaphoresSignalNode')
+            return _v
+
+        return cuGraphAddExternalSemaphoresSignalNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2550,12 +3554,12 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2569,6 +3573,32 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddExternalSemaphoresWaitNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddExternalSemaphoresWaitNode(hGraph, dependencies, numDependencies, nodeParams):
+            """cuGraphAddExternalSemaphoresWaitNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddExternalSemaphoresWaitNode (ABI version 11020): CUresult cuGraphAddExternalSemaphoresWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddExternalSemaphoresWaitNode')
+            return _v
+
+        return cuGraphAddExternalSemaphoresWaitNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2579,12 +3609,12 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2598,6 +3628,32 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddHostNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddHostNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddHostNode(hGraph, dependencies, numDependencies, nodeParams):
+            """cuGraphAddHostNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddHostNode (ABI version 10000): CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddHostNode')
+            return _v
+
+        return cuGraphAddHostNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2608,12 +3664,12 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2627,6 +3683,32 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddKernelNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddKernelNode(hGraph, dependencies, numDependencies, nodeParams):
+            """cuGraphAddKernelNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddKernelNode (ABI version 12000): CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddKernelNode')
+            return _v
+
+        return cuGraphAddKernelNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2637,12 +3719,12 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2656,6 +3738,32 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddMemAllocNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddMemAllocNode(hGraph, dependencies, numDependencies, nodeParams):
+            """cuGraphAddMemAllocNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddMemAllocNode (ABI version 11040): CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddMemAllocNode')
+            return _v
+
+        return cuGraphAddMemAllocNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2666,12 +3774,12 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2685,6 +3793,32 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddMemFreeNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddMemFreeNode(hGraph, dependencies, numDependencies, dptr):
+            """cuGraphAddMemFreeNode(hGraph, dependencies, numDependencies, dptr) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddMemFreeNode (ABI version 11040): CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
+            elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
+            _v = _f1(hGraph, dependencies, numDependencies, dptr)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddMemFreeNode')
+            return _v
+
+        return cuGraphAddMemFreeNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2695,12 +3829,12 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2714,6 +3848,34 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddMemcpyNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddMemcpyNode(hGraph, dependencies, numDependencies, copyParams, ctx):
+            """cuGraphAddMemcpyNode(hGraph, dependencies, numDependencies, copyParams, ctx) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddMemcpyNode (ABI version 10000): CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
+            elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
+            if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
+            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+            _v = _f1(hGraph, dependencies, numDependencies, copyParams, ctx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddMemcpyNode')
+            return _v
+
+        return cuGraphAddMemcpyNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2724,14 +3886,14 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
-        elif _chk: _check('p', copyParams, 'copyParams')
+        elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
         if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2745,6 +3907,34 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddMemsetNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddMemsetNode(hGraph, dependencies, numDependencies, memsetParams, ctx):
+            """cuGraphAddMemsetNode(hGraph, dependencies, numDependencies, memsetParams, ctx) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddMemsetNode (ABI version 10000): CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
+            elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
+            if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
+            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+            _v = _f1(hGraph, dependencies, numDependencies, memsetParams, ctx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddMemsetNode')
+            return _v
+
+        return cuGraphAddMemsetNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2755,14 +3945,14 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
-        elif _chk: _check('p', memsetParams, 'memsetParams')
+        elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
         if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2776,6 +3966,34 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddNode(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphAddNode', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphAddNode(hGraph, dependencies, dependencyData, numDependencies, nodeParams):
+            """cuGraphAddNode(hGraph, dependencies, dependencyData, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+            Calls the driver's cuGraphAddNode (ABI version 12030): CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+            if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
+            elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
+            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
+            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+            _v = _f1(hGraph, dependencies, dependencyData, numDependencies, nodeParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphAddNode')
+            return _v
+
+        return cuGraphAddNode
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2786,14 +4004,14 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
-        elif _chk: _check('p', dependencyData, 'dependencyData')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2815,9 +4033,9 @@ def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams_out.__class__ is not int: nodeParams_out, _k1 = _address(nodeParams_out)
-        elif _chk: _check('p', nodeParams_out, 'nodeParams_out')
+        elif _chk and not 0 <= nodeParams_out <= 18446744073709551615: _check('p', nodeParams_out, 'nodeParams_out')
         _rc = _fn(hNode, nodeParams_out)
         if _rc:
             _raise(_rc, 'cuGraphBatchMemOpNodeGetParams')
@@ -2834,9 +4052,9 @@ def _mk_cuGraphBatchMemOpNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphBatchMemOpNodeSetParams')
@@ -2845,6 +4063,27 @@ def _mk_cuGraphBatchMemOpNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphChildGraphNodeGetGraph', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphChildGraphNodeGetGraph(hNode):
+            """cuGraphChildGraphNodeGetGraph(hNode) -> phGraph (CUgraph)
+
+            Calls the driver's cuGraphChildGraphNodeGetGraph (ABI version 10000): CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+            _v = _f1(hNode)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphChildGraphNodeGetGraph')
+            return _v
+
+        return cuGraphChildGraphNodeGetGraph
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2855,7 +4094,7 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2869,6 +4108,27 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
 
 
 def _mk_cuGraphClone(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphClone', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphClone(originalGraph):
+            """cuGraphClone(originalGraph) -> phGraphClone (CUgraph)
+
+            Calls the driver's cuGraphClone (ABI version 10000): CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if originalGraph.__class__ is not int: originalGraph, _k1 = _address(originalGraph)
+            elif _chk and not 0 <= originalGraph <= 18446744073709551615: _check('p', originalGraph, 'originalGraph')
+            _v = _f1(originalGraph)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphClone')
+            return _v
+
+        return cuGraphClone
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2879,7 +4139,7 @@ def _mk_cuGraphClone(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if originalGraph.__class__ is not int: originalGraph, _k1 = _address(originalGraph)
-        elif _chk: _check('p', originalGraph, 'originalGraph')
+        elif _chk and not 0 <= originalGraph <= 18446744073709551615: _check('p', originalGraph, 'originalGraph')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2893,6 +4153,31 @@ def _mk_cuGraphClone(_fn, _b, _chk):
 
 
 def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphConditionalHandleCreate', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags):
+            """cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags) -> pHandle_out (CUgraphConditionalHandle)
+
+            Calls the driver's cuGraphConditionalHandleCreate (ABI version 12030): CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
+            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+            if _chk and (defaultLaunchValue.__class__ is not int or not 0 <= defaultLaunchValue <= 4294967295): _check('I', defaultLaunchValue, 'defaultLaunchValue')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(hGraph, ctx, defaultLaunchValue, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphConditionalHandleCreate')
+            return _v
+
+        return cuGraphConditionalHandleCreate
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -2903,11 +4188,11 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
-        if _chk: _check('I', defaultLaunchValue, 'defaultLaunchValue')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
+        if _chk and (defaultLaunchValue.__class__ is not int or not 0 <= defaultLaunchValue <= 4294967295): _check('I', defaultLaunchValue, 'defaultLaunchValue')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2921,6 +4206,26 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
 
 
 def _mk_cuGraphCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphCreate(flags):
+            """cuGraphCreate(flags) -> phGraph (CUgraph)
+
+            Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphCreate')
+            return _v
+
+        return cuGraphCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2930,7 +4235,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
         Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2952,10 +4257,10 @@ def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if path.__class__ is not int: path, _k1 = _cstring(path)
-        elif _chk: _check('p', path, 'path')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= path <= 18446744073709551615: _check('p', path, 'path')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(hGraph, path, flags)
         if _rc:
             _raise(_rc, 'cuGraphDebugDotPrint')
@@ -2972,7 +4277,7 @@ def _mk_cuGraphDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         _rc = _fn(hGraph)
         if _rc:
             _raise(_rc, 'cuGraphDestroy')
@@ -2989,7 +4294,7 @@ def _mk_cuGraphDestroyNode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         _rc = _fn(hNode)
         if _rc:
             _raise(_rc, 'cuGraphDestroyNode')
@@ -2998,6 +4303,27 @@ def _mk_cuGraphDestroyNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphEventRecordNodeGetEvent', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphEventRecordNodeGetEvent(hNode):
+            """cuGraphEventRecordNodeGetEvent(hNode) -> event_out (CUevent)
+
+            Calls the driver's cuGraphEventRecordNodeGetEvent (ABI version 11010): CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+            _v = _f1(hNode)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphEventRecordNodeGetEvent')
+            return _v
+
+        return cuGraphEventRecordNodeGetEvent
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3008,7 +4334,7 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3030,9 +4356,9 @@ def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k1 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         _rc = _fn(hNode, event)
         if _rc:
             _raise(_rc, 'cuGraphEventRecordNodeSetEvent')
@@ -3041,6 +4367,27 @@ def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphEventWaitNodeGetEvent', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphEventWaitNodeGetEvent(hNode):
+            """cuGraphEventWaitNodeGetEvent(hNode) -> event_out (CUevent)
+
+            Calls the driver's cuGraphEventWaitNodeGetEvent (ABI version 11010): CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+            _v = _f1(hNode)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphEventWaitNodeGetEvent')
+            return _v
+
+        return cuGraphEventWaitNodeGetEvent
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3051,7 +4398,7 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3073,9 +4420,9 @@ def _mk_cuGraphEventWaitNodeSetEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k1 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         _rc = _fn(hNode, event)
         if _rc:
             _raise(_rc, 'cuGraphEventWaitNodeSetEvent')
@@ -3092,11 +4439,11 @@ def _mk_cuGraphExecBatchMemOpNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hGraphExec, hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExecBatchMemOpNodeSetParams')
@@ -3113,11 +4460,11 @@ def _mk_cuGraphExecChildGraphNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if childGraph.__class__ is not int: childGraph, _k2 = _address(childGraph)
-        elif _chk: _check('p', childGraph, 'childGraph')
+        elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
         _rc = _fn(hGraphExec, hNode, childGraph)
         if _rc:
             _raise(_rc, 'cuGraphExecChildGraphNodeSetParams')
@@ -3134,7 +4481,7 @@ def _mk_cuGraphExecDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         _rc = _fn(hGraphExec)
         if _rc:
             _raise(_rc, 'cuGraphExecDestroy')
@@ -3151,11 +4498,11 @@ def _mk_cuGraphExecEventRecordNodeSetEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k2 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         _rc = _fn(hGraphExec, hNode, event)
         if _rc:
             _raise(_rc, 'cuGraphExecEventRecordNodeSetEvent')
@@ -3172,11 +4519,11 @@ def _mk_cuGraphExecEventWaitNodeSetEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k2 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         _rc = _fn(hGraphExec, hNode, event)
         if _rc:
             _raise(_rc, 'cuGraphExecEventWaitNodeSetEvent')
@@ -3193,11 +4540,11 @@ def _mk_cuGraphExecExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hGraphExec, hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExecExternalSemaphoresSignalNodeSetParams')
@@ -3214,11 +4561,11 @@ def _mk_cuGraphExecExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hGraphExec, hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExecExternalSemaphoresWaitNodeSetParams')
@@ -3227,6 +4574,27 @@ def _mk_cuGraphExecExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphExecGetFlags', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphExecGetFlags(hGraphExec):
+            """cuGraphExecGetFlags(hGraphExec) -> flags (cuuint64_t)
+
+            Calls the driver's cuGraphExecGetFlags (ABI version 12000): CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
+            elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
+            _v = _f1(hGraphExec)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphExecGetFlags')
+            return _v
+
+        return cuGraphExecGetFlags
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -3237,7 +4605,7 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3259,11 +4627,11 @@ def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hGraphExec, hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExecHostNodeSetParams')
@@ -3280,11 +4648,11 @@ def _mk_cuGraphExecKernelNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hGraphExec, hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExecKernelNodeSetParams')
@@ -3301,13 +4669,13 @@ def _mk_cuGraphExecMemcpyNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if copyParams.__class__ is not int: copyParams, _k2 = _address(copyParams)
-        elif _chk: _check('p', copyParams, 'copyParams')
+        elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
         if ctx.__class__ is not int: ctx, _k3 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(hGraphExec, hNode, copyParams, ctx)
         if _rc:
             _raise(_rc, 'cuGraphExecMemcpyNodeSetParams')
@@ -3324,13 +4692,13 @@ def _mk_cuGraphExecMemsetNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if memsetParams.__class__ is not int: memsetParams, _k2 = _address(memsetParams)
-        elif _chk: _check('p', memsetParams, 'memsetParams')
+        elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
         if ctx.__class__ is not int: ctx, _k3 = _address(ctx)
-        elif _chk: _check('p', ctx, 'ctx')
+        elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
         _rc = _fn(hGraphExec, hNode, memsetParams, ctx)
         if _rc:
             _raise(_rc, 'cuGraphExecMemsetNodeSetParams')
@@ -3347,11 +4715,11 @@ def _mk_cuGraphExecNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hGraphExec, hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExecNodeSetParams')
@@ -3368,11 +4736,11 @@ def _mk_cuGraphExecUpdate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if resultInfo.__class__ is not int: resultInfo, _k2 = _address(resultInfo)
-        elif _chk: _check('p', resultInfo, 'resultInfo')
+        elif _chk and not 0 <= resultInfo <= 18446744073709551615: _check('p', resultInfo, 'resultInfo')
         _rc = _fn(hGraphExec, hGraph, resultInfo)
         if _rc:
             _raise(_rc, 'cuGraphExecUpdate')
@@ -3389,9 +4757,9 @@ def _mk_cuGraphExternalSemaphoresSignalNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if params_out.__class__ is not int: params_out, _k1 = _address(params_out)
-        elif _chk: _check('p', params_out, 'params_out')
+        elif _chk and not 0 <= params_out <= 18446744073709551615: _check('p', params_out, 'params_out')
         _rc = _fn(hNode, params_out)
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresSignalNodeGetParams')
@@ -3408,9 +4776,9 @@ def _mk_cuGraphExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresSignalNodeSetParams')
@@ -3427,9 +4795,9 @@ def _mk_cuGraphExternalSemaphoresWaitNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if params_out.__class__ is not int: params_out, _k1 = _address(params_out)
-        elif _chk: _check('p', params_out, 'params_out')
+        elif _chk and not 0 <= params_out <= 18446744073709551615: _check('p', params_out, 'params_out')
         _rc = _fn(hNode, params_out)
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresWaitNodeGetParams')
@@ -3446,9 +4814,9 @@ def _mk_cuGraphExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresWaitNodeSetParams')
@@ -3468,13 +4836,13 @@ def _mk_cuGraphGetEdges(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if from_.__class__ is not int: from_, _k1 = _address(from_)
-        elif _chk: _check('p', from_, 'from')
+        elif _chk and not 0 <= from_ <= 18446744073709551615: _check('p', from_, 'from')
         if to.__class__ is not int: to, _k2 = _address(to)
-        elif _chk: _check('p', to, 'to')
+        elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
-        elif _chk: _check('p', edgeData, 'edgeData')
+        elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3501,9 +4869,9 @@ def _mk_cuGraphGetNodes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if nodes.__class__ is not int: nodes, _k1 = _address(nodes)
-        elif _chk: _check('p', nodes, 'nodes')
+        elif _chk and not 0 <= nodes <= 18446744073709551615: _check('p', nodes, 'nodes')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3530,9 +4898,9 @@ def _mk_cuGraphGetRootNodes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if rootNodes.__class__ is not int: rootNodes, _k1 = _address(rootNodes)
-        elif _chk: _check('p', rootNodes, 'rootNodes')
+        elif _chk and not 0 <= rootNodes <= 18446744073709551615: _check('p', rootNodes, 'rootNodes')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3556,9 +4924,9 @@ def _mk_cuGraphHostNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphHostNodeGetParams')
@@ -3575,9 +4943,9 @@ def _mk_cuGraphHostNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphHostNodeSetParams')
@@ -3586,6 +4954,28 @@ def _mk_cuGraphHostNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphInstantiate(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphInstantiate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphInstantiate(hGraph, flags):
+            """cuGraphInstantiate(hGraph, flags) -> phGraphExec (CUgraphExec)
+
+            Calls the driver's cuGraphInstantiateWithFlags (ABI version 11040): CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            _v = _f1(hGraph, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphInstantiate')
+            return _v
+
+        return cuGraphInstantiate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3596,8 +4986,8 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3611,6 +5001,29 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
 
 
 def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphInstantiateWithParams', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphInstantiateWithParams(hGraph, instantiateParams):
+            """cuGraphInstantiateWithParams(hGraph, instantiateParams) -> phGraphExec (CUgraphExec)
+
+            Calls the driver's cuGraphInstantiateWithParams (ABI version 12000): CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+            if instantiateParams.__class__ is not int: instantiateParams, _k2 = _address(instantiateParams)
+            elif _chk and not 0 <= instantiateParams <= 18446744073709551615: _check('p', instantiateParams, 'instantiateParams')
+            _v = _f1(hGraph, instantiateParams)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphInstantiateWithParams')
+            return _v
+
+        return cuGraphInstantiateWithParams
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3621,9 +5034,9 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if instantiateParams.__class__ is not int: instantiateParams, _k2 = _address(instantiateParams)
-        elif _chk: _check('p', instantiateParams, 'instantiateParams')
+        elif _chk and not 0 <= instantiateParams <= 18446744073709551615: _check('p', instantiateParams, 'instantiateParams')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3645,9 +5058,9 @@ def _mk_cuGraphKernelNodeCopyAttributes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dst.__class__ is not int: dst, _k0 = _address(dst)
-        elif _chk: _check('p', dst, 'dst')
+        elif _chk and not 0 <= dst <= 18446744073709551615: _check('p', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
-        elif _chk: _check('p', src, 'src')
+        elif _chk and not 0 <= src <= 18446744073709551615: _check('p', src, 'src')
         _rc = _fn(dst, src)
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeCopyAttributes')
@@ -3664,10 +5077,10 @@ def _mk_cuGraphKernelNodeGetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
-        if _chk: _check('I', attr, 'attr')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value_out.__class__ is not int: value_out, _k2 = _address(value_out)
-        elif _chk: _check('p', value_out, 'value_out')
+        elif _chk and not 0 <= value_out <= 18446744073709551615: _check('p', value_out, 'value_out')
         _rc = _fn(hNode, attr, value_out)
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeGetAttribute')
@@ -3684,9 +5097,9 @@ def _mk_cuGraphKernelNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeGetParams')
@@ -3703,10 +5116,10 @@ def _mk_cuGraphKernelNodeSetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
-        if _chk: _check('I', attr, 'attr')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         _rc = _fn(hNode, attr, value)
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeSetAttribute')
@@ -3723,9 +5136,9 @@ def _mk_cuGraphKernelNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeSetParams')
@@ -3742,9 +5155,9 @@ def _mk_cuGraphLaunch(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(hGraphExec, hStream)
         if _rc:
             _raise(_rc, 'cuGraphLaunch')
@@ -3761,9 +5174,9 @@ def _mk_cuGraphMemAllocNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if params_out.__class__ is not int: params_out, _k1 = _address(params_out)
-        elif _chk: _check('p', params_out, 'params_out')
+        elif _chk and not 0 <= params_out <= 18446744073709551615: _check('p', params_out, 'params_out')
         _rc = _fn(hNode, params_out)
         if _rc:
             _raise(_rc, 'cuGraphMemAllocNodeGetParams')
@@ -3772,6 +5185,27 @@ def _mk_cuGraphMemAllocNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphMemFreeNodeGetParams', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphMemFreeNodeGetParams(hNode):
+            """cuGraphMemFreeNodeGetParams(hNode) -> dptr_out (CUdeviceptr)
+
+            Calls the driver's cuGraphMemFreeNodeGetParams (ABI version 11040): CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+            _v = _f1(hNode)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphMemFreeNodeGetParams')
+            return _v
+
+        return cuGraphMemFreeNodeGetParams
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -3782,7 +5216,7 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3804,9 +5238,9 @@ def _mk_cuGraphMemcpyNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphMemcpyNodeGetParams')
@@ -3823,9 +5257,9 @@ def _mk_cuGraphMemcpyNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphMemcpyNodeSetParams')
@@ -3842,9 +5276,9 @@ def _mk_cuGraphMemsetNodeGetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphMemsetNodeGetParams')
@@ -3861,9 +5295,9 @@ def _mk_cuGraphMemsetNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphMemsetNodeSetParams')
@@ -3872,6 +5306,29 @@ def _mk_cuGraphMemsetNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphNodeFindInClone', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphNodeFindInClone(hOriginalNode, hClonedGraph):
+            """cuGraphNodeFindInClone(hOriginalNode, hClonedGraph) -> phNode (CUgraphNode)
+
+            Calls the driver's cuGraphNodeFindInClone (ABI version 10000): CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hOriginalNode.__class__ is not int: hOriginalNode, _k1 = _address(hOriginalNode)
+            elif _chk and not 0 <= hOriginalNode <= 18446744073709551615: _check('p', hOriginalNode, 'hOriginalNode')
+            if hClonedGraph.__class__ is not int: hClonedGraph, _k2 = _address(hClonedGraph)
+            elif _chk and not 0 <= hClonedGraph <= 18446744073709551615: _check('p', hClonedGraph, 'hClonedGraph')
+            _v = _f1(hOriginalNode, hClonedGraph)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphNodeFindInClone')
+            return _v
+
+        return cuGraphNodeFindInClone
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3882,9 +5339,9 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hOriginalNode.__class__ is not int: hOriginalNode, _k1 = _address(hOriginalNode)
-        elif _chk: _check('p', hOriginalNode, 'hOriginalNode')
+        elif _chk and not 0 <= hOriginalNode <= 18446744073709551615: _check('p', hOriginalNode, 'hOriginalNode')
         if hClonedGraph.__class__ is not int: hClonedGraph, _k2 = _address(hClonedGraph)
-        elif _chk: _check('p', hClonedGraph, 'hClonedGraph')
+        elif _chk and not 0 <= hClonedGraph <= 18446744073709551615: _check('p', hClonedGraph, 'hClonedGraph')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3909,11 +5366,11 @@ def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if dependencies.__class__ is not int: dependencies, _k1 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if edgeData.__class__ is not int: edgeData, _k2 = _address(edgeData)
-        elif _chk: _check('p', edgeData, 'edgeData')
+        elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3940,11 +5397,11 @@ def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if dependentNodes.__class__ is not int: dependentNodes, _k1 = _address(dependentNodes)
-        elif _chk: _check('p', dependentNodes, 'dependentNodes')
+        elif _chk and not 0 <= dependentNodes <= 18446744073709551615: _check('p', dependentNodes, 'dependentNodes')
         if edgeData.__class__ is not int: edgeData, _k2 = _address(edgeData)
-        elif _chk: _check('p', edgeData, 'edgeData')
+        elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3960,6 +5417,29 @@ def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphNodeGetEnabled', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphNodeGetEnabled(hGraphExec, hNode):
+            """cuGraphNodeGetEnabled(hGraphExec, hNode) -> isEnabled (unsigned int)
+
+            Calls the driver's cuGraphNodeGetEnabled (ABI version 11060): CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
+            elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
+            if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
+            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+            _v = _f1(hGraphExec, hNode)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphNodeGetEnabled')
+            return _v
+
+        return cuGraphNodeGetEnabled
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -3970,9 +5450,9 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3986,6 +5466,27 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeGetType(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphNodeGetType', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphNodeGetType(hNode):
+            """cuGraphNodeGetType(hNode) -> type (CUgraphNodeType)
+
+            Calls the driver's cuGraphNodeGetType (ABI version 10000): CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+            _v = _f1(hNode)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphNodeGetType')
+            return _v
+
+        return cuGraphNodeGetType
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -3996,7 +5497,7 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4018,10 +5519,10 @@ def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
-        if _chk: _check('I', isEnabled, 'isEnabled')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        if _chk and (isEnabled.__class__ is not int or not 0 <= isEnabled <= 4294967295): _check('I', isEnabled, 'isEnabled')
         _rc = _fn(hGraphExec, hNode, isEnabled)
         if _rc:
             _raise(_rc, 'cuGraphNodeSetEnabled')
@@ -4038,9 +5539,9 @@ def _mk_cuGraphNodeSetParams(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-        elif _chk: _check('p', hNode, 'hNode')
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
-        elif _chk: _check('p', nodeParams, 'nodeParams')
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         _rc = _fn(hNode, nodeParams)
         if _rc:
             _raise(_rc, 'cuGraphNodeSetParams')
@@ -4057,10 +5558,10 @@ def _mk_cuGraphReleaseUserObject(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if graph.__class__ is not int: graph, _k0 = _address(graph)
-        elif _chk: _check('p', graph, 'graph')
+        elif _chk and not 0 <= graph <= 18446744073709551615: _check('p', graph, 'graph')
         if object.__class__ is not int: object, _k1 = _address(object)
-        elif _chk: _check('p', object, 'object')
-        if _chk: _check('I', count, 'count')
+        elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         _rc = _fn(graph, object, count)
         if _rc:
             _raise(_rc, 'cuGraphReleaseUserObject')
@@ -4077,14 +5578,14 @@ def _mk_cuGraphRemoveDependencies(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if from_.__class__ is not int: from_, _k1 = _address(from_)
-        elif _chk: _check('p', from_, 'from')
+        elif _chk and not 0 <= from_ <= 18446744073709551615: _check('p', from_, 'from')
         if to.__class__ is not int: to, _k2 = _address(to)
-        elif _chk: _check('p', to, 'to')
+        elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
-        elif _chk: _check('p', edgeData, 'edgeData')
-        if _chk: _check('z', numDependencies, 'numDependencies')
+        elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
         _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
         if _rc:
             _raise(_rc, 'cuGraphRemoveDependencies')
@@ -4101,11 +5602,11 @@ def _mk_cuGraphRetainUserObject(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if graph.__class__ is not int: graph, _k0 = _address(graph)
-        elif _chk: _check('p', graph, 'graph')
+        elif _chk and not 0 <= graph <= 18446744073709551615: _check('p', graph, 'graph')
         if object.__class__ is not int: object, _k1 = _address(object)
-        elif _chk: _check('p', object, 'object')
-        if _chk: _check('I', count, 'count')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(graph, object, count, flags)
         if _rc:
             _raise(_rc, 'cuGraphRetainUserObject')
@@ -4122,9 +5623,9 @@ def _mk_cuGraphUpload(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-        elif _chk: _check('p', hGraphExec, 'hGraphExec')
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(hGraphExec, hStream)
         if _rc:
             _raise(_rc, 'cuGraphUpload')
@@ -4140,11 +5641,11 @@ def _mk_cuGraphicsMapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsMapResources (ABI version 3000): CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', count, 'count')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
-        elif _chk: _check('p', resources, 'resources')
+        elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(count, resources, hStream)
         if _rc:
             _raise(_rc, 'cuGraphicsMapResources')
@@ -4153,6 +5654,27 @@ def _mk_cuGraphicsMapResources(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphicsResourceGetMappedMipmappedArray', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphicsResourceGetMappedMipmappedArray(resource):
+            """cuGraphicsResourceGetMappedMipmappedArray(resource) -> pMipmappedArray (CUmipmappedArray)
+
+            Calls the driver's cuGraphicsResourceGetMappedMipmappedArray (ABI version 5000): CUresult cuGraphicsResourceGetMappedMipmappedArray(CUmipmappedArray *pMipmappedArray, CUgraphicsResource resource).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if resource.__class__ is not int: resource, _k1 = _address(resource)
+            elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+            _v = _f1(resource)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphicsResourceGetMappedMipmappedArray')
+            return _v
+
+        return cuGraphicsResourceGetMappedMipmappedArray
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4163,7 +5685,7 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if resource.__class__ is not int: resource, _k1 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4189,7 +5711,7 @@ def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if resource.__class__ is not int: resource, _k2 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -4212,8 +5734,8 @@ def _mk_cuGraphicsResourceSetMapFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if resource.__class__ is not int: resource, _k0 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(resource, flags)
         if _rc:
             _raise(_rc, 'cuGraphicsResourceSetMapFlags')
@@ -4222,6 +5744,29 @@ def _mk_cuGraphicsResourceSetMapFlags(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
+    _fast = _b.fast1('cuGraphicsSubResourceGetMappedArray', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGraphicsSubResourceGetMappedArray(resource, arrayIndex, mipLevel):
+            """cuGraphicsSubResourceGetMappedArray(resource, arrayIndex, mipLevel) -> pArray (CUarray)
+
+            Calls the driver's cuGraphicsSubResourceGetMappedArray (ABI version 3000): CUresult cuGraphicsSubResourceGetMappedArray(CUarray *pArray, CUgraphicsResource resource, unsigned int arrayIndex, unsigned int mipLevel).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if resource.__class__ is not int: resource, _k1 = _address(resource)
+            elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+            if _chk and (arrayIndex.__class__ is not int or not 0 <= arrayIndex <= 4294967295): _check('I', arrayIndex, 'arrayIndex')
+            if _chk and (mipLevel.__class__ is not int or not 0 <= mipLevel <= 4294967295): _check('I', mipLevel, 'mipLevel')
+            _v = _f1(resource, arrayIndex, mipLevel)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGraphicsSubResourceGetMappedArray')
+            return _v
+
+        return cuGraphicsSubResourceGetMappedArray
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4232,9 +5777,9 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if resource.__class__ is not int: resource, _k1 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
-        if _chk: _check('I', arrayIndex, 'arrayIndex')
-        if _chk: _check('I', mipLevel, 'mipLevel')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+        if _chk and (arrayIndex.__class__ is not int or not 0 <= arrayIndex <= 4294967295): _check('I', arrayIndex, 'arrayIndex')
+        if _chk and (mipLevel.__class__ is not int or not 0 <= mipLevel <= 4294967295): _check('I', mipLevel, 'mipLevel')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4255,11 +5800,11 @@ def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsUnmapResources (ABI version 3000): CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', count, 'count')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
-        elif _chk: _check('p', resources, 'resources')
+        elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(count, resources, hStream)
         if _rc:
             _raise(_rc, 'cuGraphicsUnmapResources')
@@ -4276,7 +5821,7 @@ def _mk_cuGraphicsUnregisterResource(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if resource.__class__ is not int: resource, _k0 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
         _rc = _fn(resource)
         if _rc:
             _raise(_rc, 'cuGraphicsUnregisterResource')
@@ -4285,6 +5830,29 @@ def _mk_cuGraphicsUnregisterResource(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuGreenCtxCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGreenCtxCreate(desc, dev, flags):
+            """cuGreenCtxCreate(desc, dev, flags) -> phCtx (CUgreenCtx)
+
+            Calls the driver's cuGreenCtxCreate (ABI version 12040): CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if desc.__class__ is not int: desc, _k1 = _address(desc)
+            elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(desc, dev, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGreenCtxCreate')
+            return _v
+
+        return cuGreenCtxCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4295,9 +5863,9 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if desc.__class__ is not int: desc, _k1 = _address(desc)
-        elif _chk: _check('p', desc, 'desc')
-        if _chk: _check('i', dev, 'dev')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4319,7 +5887,7 @@ def _mk_cuGreenCtxDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         _rc = _fn(hCtx)
         if _rc:
             _raise(_rc, 'cuGreenCtxDestroy')
@@ -4336,10 +5904,10 @@ def _mk_cuGreenCtxGetDevResource(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
-        elif _chk: _check('p', resource, 'resource')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         _rc = _fn(hCtx, resource, type)
         if _rc:
             _raise(_rc, 'cuGreenCtxGetDevResource')
@@ -4348,6 +5916,27 @@ def _mk_cuGreenCtxGetDevResource(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxGetId(_fn, _b, _chk):
+    _fast = _b.fast1('cuGreenCtxGetId', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGreenCtxGetId(greenCtx):
+            """cuGreenCtxGetId(greenCtx) -> greenCtxId (unsigned long long)
+
+            Calls the driver's cuGreenCtxGetId (ABI version 12090): CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *greenCtxId).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if greenCtx.__class__ is not int: greenCtx, _k0 = _address(greenCtx)
+            elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
+            _v = _f1(greenCtx)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGreenCtxGetId')
+            return _v
+
+        return cuGreenCtxGetId
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -4358,7 +5947,7 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if greenCtx.__class__ is not int: greenCtx, _k0 = _address(greenCtx)
-        elif _chk: _check('p', greenCtx, 'greenCtx')
+        elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4380,9 +5969,9 @@ def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hCtx, hEvent)
         if _rc:
             _raise(_rc, 'cuGreenCtxRecordEvent')
@@ -4391,6 +5980,29 @@ def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuGreenCtxStreamCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuGreenCtxStreamCreate(greenCtx, flags, priority):
+            """cuGreenCtxStreamCreate(greenCtx, flags, priority) -> phStream (CUstream)
+
+            Calls the driver's cuGreenCtxStreamCreate (ABI version 12050): CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
+            elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
+            _v = _f1(greenCtx, flags, priority)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuGreenCtxStreamCreate')
+            return _v
+
+        return cuGreenCtxStreamCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4401,9 +6013,9 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
-        elif _chk: _check('p', greenCtx, 'greenCtx')
-        if _chk: _check('I', flags, 'flags')
-        if _chk: _check('i', priority, 'priority')
+        elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4425,9 +6037,9 @@ def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
-        elif _chk: _check('p', hCtx, 'hCtx')
+        elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         _rc = _fn(hCtx, hEvent)
         if _rc:
             _raise(_rc, 'cuGreenCtxWaitEvent')
@@ -4436,6 +6048,27 @@ def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
 
 
 def _mk_cuImportExternalMemory(_fn, _b, _chk):
+    _fast = _b.fast1('cuImportExternalMemory', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuImportExternalMemory(memHandleDesc):
+            """cuImportExternalMemory(memHandleDesc) -> extMem_out (CUexternalMemory)
+
+            Calls the driver's cuImportExternalMemory (ABI version 10000): CUresult cuImportExternalMemory(CUexternalMemory *extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if memHandleDesc.__class__ is not int: memHandleDesc, _k1 = _address(memHandleDesc)
+            elif _chk and not 0 <= memHandleDesc <= 18446744073709551615: _check('p', memHandleDesc, 'memHandleDesc')
+            _v = _f1(memHandleDesc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuImportExternalMemory')
+            return _v
+
+        return cuImportExternalMemory
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4446,7 +6079,7 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if memHandleDesc.__class__ is not int: memHandleDesc, _k1 = _address(memHandleDesc)
-        elif _chk: _check('p', memHandleDesc, 'memHandleDesc')
+        elif _chk and not 0 <= memHandleDesc <= 18446744073709551615: _check('p', memHandleDesc, 'memHandleDesc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4460,6 +6093,27 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
 
 
 def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
+    _fast = _b.fast1('cuImportExternalSemaphore', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuImportExternalSemaphore(semHandleDesc):
+            """cuImportExternalSemaphore(semHandleDesc) -> extSem_out (CUexternalSemaphore)
+
+            Calls the driver's cuImportExternalSemaphore (ABI version 10000): CUresult cuImportExternalSemaphore(CUexternalSemaphore *extSem_out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *semHandleDesc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if semHandleDesc.__class__ is not int: semHandleDesc, _k1 = _address(semHandleDesc)
+            elif _chk and not 0 <= semHandleDesc <= 18446744073709551615: _check('p', semHandleDesc, 'semHandleDesc')
+            _v = _f1(semHandleDesc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuImportExternalSemaphore')
+            return _v
+
+        return cuImportExternalSemaphore
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4470,7 +6124,7 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if semHandleDesc.__class__ is not int: semHandleDesc, _k1 = _address(semHandleDesc)
-        elif _chk: _check('p', semHandleDesc, 'semHandleDesc')
+        elif _chk and not 0 <= semHandleDesc <= 18446744073709551615: _check('p', semHandleDesc, 'semHandleDesc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4491,7 +6145,7 @@ def _mk_cuInit(_fn, _b, _chk):
         Calls the driver's cuInit (ABI version 2000): CUresult cuInit(unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', Flags, 'Flags')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(Flags)
         if _rc:
             _raise(_rc, 'cuInit')
@@ -4508,7 +6162,7 @@ def _mk_cuIpcCloseMemHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         _rc = _fn(dptr)
         if _rc:
             _raise(_rc, 'cuIpcCloseMemHandle')
@@ -4525,9 +6179,9 @@ def _mk_cuIpcGetEventHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pHandle.__class__ is not int: pHandle, _k0 = _address(pHandle)
-        elif _chk: _check('p', pHandle, 'pHandle')
+        elif _chk and not 0 <= pHandle <= 18446744073709551615: _check('p', pHandle, 'pHandle')
         if event.__class__ is not int: event, _k1 = _address(event)
-        elif _chk: _check('p', event, 'event')
+        elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         _rc = _fn(pHandle, event)
         if _rc:
             _raise(_rc, 'cuIpcGetEventHandle')
@@ -4544,9 +6198,9 @@ def _mk_cuIpcGetMemHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pHandle.__class__ is not int: pHandle, _k0 = _address(pHandle)
-        elif _chk: _check('p', pHandle, 'pHandle')
+        elif _chk and not 0 <= pHandle <= 18446744073709551615: _check('p', pHandle, 'pHandle')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         _rc = _fn(pHandle, dptr)
         if _rc:
             _raise(_rc, 'cuIpcGetMemHandle')
@@ -4590,7 +6244,7 @@ def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         handle = _b.struct_value(_s_handle, handle, 'handle')
-        if _chk: _check('I', Flags, 'Flags')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4604,6 +6258,29 @@ def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
 
 
 def _mk_cuKernelGetAttribute(_fn, _b, _chk):
+    _fast = _b.fast1('cuKernelGetAttribute', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuKernelGetAttribute(attrib, kernel, dev):
+            """cuKernelGetAttribute(attrib, kernel, dev) -> pi (int)
+
+            Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+            if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
+            elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            _v = _f1(attrib, kernel, dev)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuKernelGetAttribute')
+            return _v
+
+        return cuKernelGetAttribute
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -4613,10 +6290,10 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
         Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
         if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
-        elif _chk: _check('p', kernel, 'kernel')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4630,6 +6307,27 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuKernelGetFunction(_fn, _b, _chk):
+    _fast = _b.fast1('cuKernelGetFunction', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuKernelGetFunction(kernel):
+            """cuKernelGetFunction(kernel) -> pFunc (CUfunction)
+
+            Calls the driver's cuKernelGetFunction (ABI version 12000): CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if kernel.__class__ is not int: kernel, _k1 = _address(kernel)
+            elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+            _v = _f1(kernel)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuKernelGetFunction')
+            return _v
+
+        return cuKernelGetFunction
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4640,7 +6338,7 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if kernel.__class__ is not int: kernel, _k1 = _address(kernel)
-        elif _chk: _check('p', kernel, 'kernel')
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4654,6 +6352,27 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
 
 
 def _mk_cuKernelGetLibrary(_fn, _b, _chk):
+    _fast = _b.fast1('cuKernelGetLibrary', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuKernelGetLibrary(kernel):
+            """cuKernelGetLibrary(kernel) -> pLib (CUlibrary)
+
+            Calls the driver's cuKernelGetLibrary (ABI version 12050): CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if kernel.__class__ is not int: kernel, _k1 = _address(kernel)
+            elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+            _v = _f1(kernel)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuKernelGetLibrary')
+            return _v
+
+        return cuKernelGetLibrary
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4664,7 +6383,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if kernel.__class__ is not int: kernel, _k1 = _address(kernel)
-        elif _chk: _check('p', kernel, 'kernel')
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4688,7 +6407,7 @@ def _mk_cuKernelGetName(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k1 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4714,8 +6433,8 @@ def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
-        elif _chk: _check('p', kernel, 'kernel')
-        if _chk: _check('z', paramIndex, 'paramIndex')
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+        if _chk and (paramIndex.__class__ is not int or not 0 <= paramIndex <= 18446744073709551615): _check('z', paramIndex, 'paramIndex')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -4737,11 +6456,11 @@ def _mk_cuKernelSetAttribute(_fn, _b, _chk):
         Calls the driver's cuKernelSetAttribute (ABI version 12000): CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', attrib, 'attrib')
-        if _chk: _check('i', val, 'val')
+        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and (val.__class__ is not int or not -2147483648 <= val <= 2147483647): _check('i', val, 'val')
         if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
-        elif _chk: _check('p', kernel, 'kernel')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(attrib, val, kernel, dev)
         if _rc:
             _raise(_rc, 'cuKernelSetAttribute')
@@ -4758,9 +6477,9 @@ def _mk_cuKernelSetCacheConfig(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
-        elif _chk: _check('p', kernel, 'kernel')
-        if _chk: _check('I', config, 'config')
-        if _chk: _check('i', dev, 'dev')
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(kernel, config, dev)
         if _rc:
             _raise(_rc, 'cuKernelSetCacheConfig')
@@ -4777,7 +6496,7 @@ def _mk_cuLaunch(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if f.__class__ is not int: f, _k0 = _address(f)
-        elif _chk: _check('p', f, 'f')
+        elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
         _rc = _fn(f)
         if _rc:
             _raise(_rc, 'cuLaunch')
@@ -4794,18 +6513,18 @@ def _mk_cuLaunchCooperativeKernel(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if f.__class__ is not int: f, _k0 = _address(f)
-        elif _chk: _check('p', f, 'f')
-        if _chk: _check('I', gridDimX, 'gridDimX')
-        if _chk: _check('I', gridDimY, 'gridDimY')
-        if _chk: _check('I', gridDimZ, 'gridDimZ')
-        if _chk: _check('I', blockDimX, 'blockDimX')
-        if _chk: _check('I', blockDimY, 'blockDimY')
-        if _chk: _check('I', blockDimZ, 'blockDimZ')
-        if _chk: _check('I', sharedMemBytes, 'sharedMemBytes')
+        elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
+        if _chk and (gridDimX.__class__ is not int or not 0 <= gridDimX <= 4294967295): _check('I', gridDimX, 'gridDimX')
+        if _chk and (gridDimY.__class__ is not int or not 0 <= gridDimY <= 4294967295): _check('I', gridDimY, 'gridDimY')
+        if _chk and (gridDimZ.__class__ is not int or not 0 <= gridDimZ <= 4294967295): _check('I', gridDimZ, 'gridDimZ')
+        if _chk and (blockDimX.__class__ is not int or not 0 <= blockDimX <= 4294967295): _check('I', blockDimX, 'blockDimX')
+        if _chk and (blockDimY.__class__ is not int or not 0 <= blockDimY <= 4294967295): _check('I', blockDimY, 'blockDimY')
+        if _chk and (blockDimZ.__class__ is not int or not 0 <= blockDimZ <= 4294967295): _check('I', blockDimZ, 'blockDimZ')
+        if _chk and (sharedMemBytes.__class__ is not int or not 0 <= sharedMemBytes <= 4294967295): _check('I', sharedMemBytes, 'sharedMemBytes')
         if hStream.__class__ is not int: hStream, _k8 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if kernelParams.__class__ is not int: kernelParams, _k9 = _address(kernelParams)
-        elif _chk: _check('p', kernelParams, 'kernelParams')
+        elif _chk and not 0 <= kernelParams <= 18446744073709551615: _check('p', kernelParams, 'kernelParams')
         _rc = _fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams)
         if _rc:
             _raise(_rc, 'cuLaunchCooperativeKernel')
@@ -4822,9 +6541,9 @@ def _mk_cuLaunchCooperativeKernelMultiDevice(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if launchParamsList.__class__ is not int: launchParamsList, _k0 = _address(launchParamsList)
-        elif _chk: _check('p', launchParamsList, 'launchParamsList')
-        if _chk: _check('I', numDevices, 'numDevices')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= launchParamsList <= 18446744073709551615: _check('p', launchParamsList, 'launchParamsList')
+        if _chk and (numDevices.__class__ is not int or not 0 <= numDevices <= 4294967295): _check('I', numDevices, 'numDevices')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(launchParamsList, numDevices, flags)
         if _rc:
             _raise(_rc, 'cuLaunchCooperativeKernelMultiDevice')
@@ -4841,9 +6560,9 @@ def _mk_cuLaunchGrid(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if f.__class__ is not int: f, _k0 = _address(f)
-        elif _chk: _check('p', f, 'f')
-        if _chk: _check('i', grid_width, 'grid_width')
-        if _chk: _check('i', grid_height, 'grid_height')
+        elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
+        if _chk and (grid_width.__class__ is not int or not -2147483648 <= grid_width <= 2147483647): _check('i', grid_width, 'grid_width')
+        if _chk and (grid_height.__class__ is not int or not -2147483648 <= grid_height <= 2147483647): _check('i', grid_height, 'grid_height')
         _rc = _fn(f, grid_width, grid_height)
         if _rc:
             _raise(_rc, 'cuLaunchGrid')
@@ -4860,11 +6579,11 @@ def _mk_cuLaunchGridAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if f.__class__ is not int: f, _k0 = _address(f)
-        elif _chk: _check('p', f, 'f')
-        if _chk: _check('i', grid_width, 'grid_width')
-        if _chk: _check('i', grid_height, 'grid_height')
+        elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
+        if _chk and (grid_width.__class__ is not int or not -2147483648 <= grid_width <= 2147483647): _check('i', grid_width, 'grid_width')
+        if _chk and (grid_height.__class__ is not int or not -2147483648 <= grid_height <= 2147483647): _check('i', grid_height, 'grid_height')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(f, grid_width, grid_height, hStream)
         if _rc:
             _raise(_rc, 'cuLaunchGridAsync')
@@ -4881,11 +6600,11 @@ def _mk_cuLaunchHostFunc(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if fn.__class__ is not int: fn, _k1 = _address(fn)
-        elif _chk: _check('p', fn, 'fn')
+        elif _chk and not 0 <= fn <= 18446744073709551615: _check('p', fn, 'fn')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
-        elif _chk: _check('p', userData, 'userData')
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
         _rc = _fn(hStream, fn, userData)
         if _rc:
             _raise(_rc, 'cuLaunchHostFunc')
@@ -4902,20 +6621,20 @@ def _mk_cuLaunchKernel(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if f.__class__ is not int: f, _k0 = _address(f)
-        elif _chk: _check('p', f, 'f')
-        if _chk: _check('I', gridDimX, 'gridDimX')
-        if _chk: _check('I', gridDimY, 'gridDimY')
-        if _chk: _check('I', gridDimZ, 'gridDimZ')
-        if _chk: _check('I', blockDimX, 'blockDimX')
-        if _chk: _check('I', blockDimY, 'blockDimY')
-        if _chk: _check('I', blockDimZ, 'blockDimZ')
-        if _chk: _check('I', sharedMemBytes, 'sharedMemBytes')
+        elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
+        if _chk and (gridDimX.__class__ is not int or not 0 <= gridDimX <= 4294967295): _check('I', gridDimX, 'gridDimX')
+        if _chk and (gridDimY.__class__ is not int or not 0 <= gridDimY <= 4294967295): _check('I', gridDimY, 'gridDimY')
+        if _chk and (gridDimZ.__class__ is not int or not 0 <= gridDimZ <= 4294967295): _check('I', gridDimZ, 'gridDimZ')
+        if _chk and (blockDimX.__class__ is not int or not 0 <= blockDimX <= 4294967295): _check('I', blockDimX, 'blockDimX')
+        if _chk and (blockDimY.__class__ is not int or not 0 <= blockDimY <= 4294967295): _check('I', blockDimY, 'blockDimY')
+        if _chk and (blockDimZ.__class__ is not int or not 0 <= blockDimZ <= 4294967295): _check('I', blockDimZ, 'blockDimZ')
+        if _chk and (sharedMemBytes.__class__ is not int or not 0 <= sharedMemBytes <= 4294967295): _check('I', sharedMemBytes, 'sharedMemBytes')
         if hStream.__class__ is not int: hStream, _k8 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if kernelParams.__class__ is not int: kernelParams, _k9 = _address(kernelParams)
-        elif _chk: _check('p', kernelParams, 'kernelParams')
+        elif _chk and not 0 <= kernelParams <= 18446744073709551615: _check('p', kernelParams, 'kernelParams')
         if extra.__class__ is not int: extra, _k10 = _address(extra)
-        elif _chk: _check('p', extra, 'extra')
+        elif _chk and not 0 <= extra <= 18446744073709551615: _check('p', extra, 'extra')
         _rc = _fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)
         if _rc:
             _raise(_rc, 'cuLaunchKernel')
@@ -4932,13 +6651,13 @@ def _mk_cuLaunchKernelEx(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if config.__class__ is not int: config, _k0 = _address(config)
-        elif _chk: _check('p', config, 'config')
+        elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
         if f.__class__ is not int: f, _k1 = _address(f)
-        elif _chk: _check('p', f, 'f')
+        elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
         if kernelParams.__class__ is not int: kernelParams, _k2 = _address(kernelParams)
-        elif _chk: _check('p', kernelParams, 'kernelParams')
+        elif _chk and not 0 <= kernelParams <= 18446744073709551615: _check('p', kernelParams, 'kernelParams')
         if extra.__class__ is not int: extra, _k3 = _address(extra)
-        elif _chk: _check('p', extra, 'extra')
+        elif _chk and not 0 <= extra <= 18446744073709551615: _check('p', extra, 'extra')
         _rc = _fn(config, f, kernelParams, extra)
         if _rc:
             _raise(_rc, 'cuLaunchKernelEx')
@@ -4955,10 +6674,10 @@ def _mk_cuLibraryEnumerateKernels(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if kernels.__class__ is not int: kernels, _k0 = _address(kernels)
-        elif _chk: _check('p', kernels, 'kernels')
-        if _chk: _check('I', numKernels, 'numKernels')
+        elif _chk and not 0 <= kernels <= 18446744073709551615: _check('p', kernels, 'kernels')
+        if _chk and (numKernels.__class__ is not int or not 0 <= numKernels <= 4294967295): _check('I', numKernels, 'numKernels')
         if lib.__class__ is not int: lib, _k2 = _address(lib)
-        elif _chk: _check('p', lib, 'lib')
+        elif _chk and not 0 <= lib <= 18446744073709551615: _check('p', lib, 'lib')
         _rc = _fn(kernels, numKernels, lib)
         if _rc:
             _raise(_rc, 'cuLibraryEnumerateKernels')
@@ -4979,9 +6698,9 @@ def _mk_cuLibraryGetGlobal(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if library.__class__ is not int: library, _k2 = _address(library)
-        elif _chk: _check('p', library, 'library')
+        elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
         if name.__class__ is not int: name, _k3 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -4996,6 +6715,29 @@ def _mk_cuLibraryGetGlobal(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetKernel(_fn, _b, _chk):
+    _fast = _b.fast1('cuLibraryGetKernel', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLibraryGetKernel(library, name):
+            """cuLibraryGetKernel(library, name) -> pKernel (CUkernel)
+
+            Calls the driver's cuLibraryGetKernel (ABI version 12000): CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if library.__class__ is not int: library, _k1 = _address(library)
+            elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
+            if name.__class__ is not int: name, _k2 = _cstring(name)
+            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
+            _v = _f1(library, name)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLibraryGetKernel')
+            return _v
+
+        return cuLibraryGetKernel
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5006,9 +6748,9 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if library.__class__ is not int: library, _k1 = _address(library)
-        elif _chk: _check('p', library, 'library')
+        elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
         if name.__class__ is not int: name, _k2 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5022,6 +6764,27 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
+    _fast = _b.fast1('cuLibraryGetKernelCount', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLibraryGetKernelCount(lib):
+            """cuLibraryGetKernelCount(lib) -> count (unsigned int)
+
+            Calls the driver's cuLibraryGetKernelCount (ABI version 12040): CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if lib.__class__ is not int: lib, _k1 = _address(lib)
+            elif _chk and not 0 <= lib <= 18446744073709551615: _check('p', lib, 'lib')
+            _v = _f1(lib)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLibraryGetKernelCount')
+            return _v
+
+        return cuLibraryGetKernelCount
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -5032,7 +6795,7 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if lib.__class__ is not int: lib, _k1 = _address(lib)
-        elif _chk: _check('p', lib, 'lib')
+        elif _chk and not 0 <= lib <= 18446744073709551615: _check('p', lib, 'lib')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5058,9 +6821,9 @@ def _mk_cuLibraryGetManaged(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if library.__class__ is not int: library, _k2 = _address(library)
-        elif _chk: _check('p', library, 'library')
+        elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
         if name.__class__ is not int: name, _k3 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -5075,6 +6838,27 @@ def _mk_cuLibraryGetManaged(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetModule(_fn, _b, _chk):
+    _fast = _b.fast1('cuLibraryGetModule', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLibraryGetModule(library):
+            """cuLibraryGetModule(library) -> pMod (CUmodule)
+
+            Calls the driver's cuLibraryGetModule (ABI version 12000): CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if library.__class__ is not int: library, _k1 = _address(library)
+            elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
+            _v = _f1(library)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLibraryGetModule')
+            return _v
+
+        return cuLibraryGetModule
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5085,7 +6869,7 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if library.__class__ is not int: library, _k1 = _address(library)
-        elif _chk: _check('p', library, 'library')
+        elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5099,6 +6883,29 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
+    _fast = _b.fast1('cuLibraryGetUnifiedFunction', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLibraryGetUnifiedFunction(library, symbol):
+            """cuLibraryGetUnifiedFunction(library, symbol) -> fptr (void *)
+
+            Calls the driver's cuLibraryGetUnifiedFunction (ABI version 12000): CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if library.__class__ is not int: library, _k1 = _address(library)
+            elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
+            if symbol.__class__ is not int: symbol, _k2 = _cstring(symbol)
+            elif _chk and not 0 <= symbol <= 18446744073709551615: _check('p', symbol, 'symbol')
+            _v = _f1(library, symbol)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLibraryGetUnifiedFunction')
+            return _v
+
+        return cuLibraryGetUnifiedFunction
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5109,9 +6916,9 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if library.__class__ is not int: library, _k1 = _address(library)
-        elif _chk: _check('p', library, 'library')
+        elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
         if symbol.__class__ is not int: symbol, _k2 = _cstring(symbol)
-        elif _chk: _check('p', symbol, 'symbol')
+        elif _chk and not 0 <= symbol <= 18446744073709551615: _check('p', symbol, 'symbol')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5125,6 +6932,37 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
 
 
 def _mk_cuLibraryLoadData(_fn, _b, _chk):
+    _fast = _b.fast1('cuLibraryLoadData', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLibraryLoadData(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions):
+            """cuLibraryLoadData(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) -> library (CUlibrary)
+
+            Calls the driver's cuLibraryLoadData (ABI version 12000): CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if code.__class__ is not int: code, _k1 = _address(code)
+            elif _chk and not 0 <= code <= 18446744073709551615: _check('p', code, 'code')
+            if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
+            elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
+            if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
+            elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
+            if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
+            if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
+            elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
+            if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
+            elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
+            if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
+            _v = _f1(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLibraryLoadData')
+            return _v
+
+        return cuLibraryLoadData
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5135,17 +6973,17 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if code.__class__ is not int: code, _k1 = _address(code)
-        elif _chk: _check('p', code, 'code')
+        elif _chk and not 0 <= code <= 18446744073709551615: _check('p', code, 'code')
         if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
-        elif _chk: _check('p', jitOptions, 'jitOptions')
+        elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
         if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
-        elif _chk: _check('p', jitOptionsValues, 'jitOptionsValues')
-        if _chk: _check('I', numJitOptions, 'numJitOptions')
+        elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
+        if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
         if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
-        elif _chk: _check('p', libraryOptions, 'libraryOptions')
+        elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
         if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
-        elif _chk: _check('p', libraryOptionValues, 'libraryOptionValues')
-        if _chk: _check('I', numLibraryOptions, 'numLibraryOptions')
+        elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
+        if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5159,6 +6997,37 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
 
 
 def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
+    _fast = _b.fast1('cuLibraryLoadFromFile', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLibraryLoadFromFile(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions):
+            """cuLibraryLoadFromFile(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) -> library (CUlibrary)
+
+            Calls the driver's cuLibraryLoadFromFile (ABI version 12000): CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if fileName.__class__ is not int: fileName, _k1 = _cstring(fileName)
+            elif _chk and not 0 <= fileName <= 18446744073709551615: _check('p', fileName, 'fileName')
+            if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
+            elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
+            if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
+            elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
+            if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
+            if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
+            elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
+            if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
+            elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
+            if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
+            _v = _f1(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLibraryLoadFromFile')
+            return _v
+
+        return cuLibraryLoadFromFile
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5169,17 +7038,17 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if fileName.__class__ is not int: fileName, _k1 = _cstring(fileName)
-        elif _chk: _check('p', fileName, 'fileName')
+        elif _chk and not 0 <= fileName <= 18446744073709551615: _check('p', fileName, 'fileName')
         if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
-        elif _chk: _check('p', jitOptions, 'jitOptions')
+        elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
         if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
-        elif _chk: _check('p', jitOptionsValues, 'jitOptionsValues')
-        if _chk: _check('I', numJitOptions, 'numJitOptions')
+        elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
+        if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
         if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
-        elif _chk: _check('p', libraryOptions, 'libraryOptions')
+        elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
         if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
-        elif _chk: _check('p', libraryOptionValues, 'libraryOptionValues')
-        if _chk: _check('I', numLibraryOptions, 'numLibraryOptions')
+        elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
+        if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5201,7 +7070,7 @@ def _mk_cuLibraryUnload(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if library.__class__ is not int: library, _k0 = _address(library)
-        elif _chk: _check('p', library, 'library')
+        elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
         _rc = _fn(library)
         if _rc:
             _raise(_rc, 'cuLibraryUnload')
@@ -5218,18 +7087,18 @@ def _mk_cuLinkAddData(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if state.__class__ is not int: state, _k0 = _address(state)
-        elif _chk: _check('p', state, 'state')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         if data.__class__ is not int: data, _k2 = _address(data)
-        elif _chk: _check('p', data, 'data')
-        if _chk: _check('z', size, 'size')
+        elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
         if name.__class__ is not int: name, _k4 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
-        if _chk: _check('I', numOptions, 'numOptions')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
+        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k6 = _address(options)
-        elif _chk: _check('p', options, 'options')
+        elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k7 = _address(optionValues)
-        elif _chk: _check('p', optionValues, 'optionValues')
+        elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
         _rc = _fn(state, type, data, size, name, numOptions, options, optionValues)
         if _rc:
             _raise(_rc, 'cuLinkAddData')
@@ -5246,15 +7115,15 @@ def _mk_cuLinkAddFile(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if state.__class__ is not int: state, _k0 = _address(state)
-        elif _chk: _check('p', state, 'state')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         if path.__class__ is not int: path, _k2 = _cstring(path)
-        elif _chk: _check('p', path, 'path')
-        if _chk: _check('I', numOptions, 'numOptions')
+        elif _chk and not 0 <= path <= 18446744073709551615: _check('p', path, 'path')
+        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k4 = _address(options)
-        elif _chk: _check('p', options, 'options')
+        elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k5 = _address(optionValues)
-        elif _chk: _check('p', optionValues, 'optionValues')
+        elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
         _rc = _fn(state, type, path, numOptions, options, optionValues)
         if _rc:
             _raise(_rc, 'cuLinkAddFile')
@@ -5275,7 +7144,7 @@ def _mk_cuLinkComplete(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if state.__class__ is not int: state, _k0 = _address(state)
-        elif _chk: _check('p', state, 'state')
+        elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -5290,6 +7159,30 @@ def _mk_cuLinkComplete(_fn, _b, _chk):
 
 
 def _mk_cuLinkCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuLinkCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLinkCreate(numOptions, options, optionValues):
+            """cuLinkCreate(numOptions, options, optionValues) -> stateOut (CUlinkState)
+
+            Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+            if options.__class__ is not int: options, _k1 = _address(options)
+            elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
+            if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
+            elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
+            _v = _f1(numOptions, options, optionValues)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLinkCreate')
+            return _v
+
+        return cuLinkCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5299,11 +7192,11 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
         Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', numOptions, 'numOptions')
+        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k1 = _address(options)
-        elif _chk: _check('p', options, 'options')
+        elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
-        elif _chk: _check('p', optionValues, 'optionValues')
+        elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5325,7 +7218,7 @@ def _mk_cuLinkDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if state.__class__ is not int: state, _k0 = _address(state)
-        elif _chk: _check('p', state, 'state')
+        elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
         _rc = _fn(state)
         if _rc:
             _raise(_rc, 'cuLinkDestroy')
@@ -5334,6 +7227,26 @@ def _mk_cuLinkDestroy(_fn, _b, _chk):
 
 
 def _mk_cuLogsCurrent(_fn, _b, _chk):
+    _fast = _b.fast1('cuLogsCurrent', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLogsCurrent(flags):
+            """cuLogsCurrent(flags) -> iterator_out (CUlogIterator)
+
+            Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLogsCurrent')
+            return _v
+
+        return cuLogsCurrent
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -5343,7 +7256,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
         Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5357,6 +7270,28 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
 
 
 def _mk_cuLogsDumpToFile(_fn, _b, _chk):
+    _fast = _b.fast1('cuLogsDumpToFile', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLogsDumpToFile(pathToFile, flags):
+            """cuLogsDumpToFile(pathToFile, flags) -> iterator (CUlogIterator)
+
+            Calls the driver's cuLogsDumpToFile (ABI version 12090): CUresult cuLogsDumpToFile(CUlogIterator *iterator, const char *pathToFile, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
+            elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(pathToFile, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLogsDumpToFile')
+            return _v
+
+        return cuLogsDumpToFile
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -5367,8 +7302,8 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
-        elif _chk: _check('p', pathToFile, 'pathToFile')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5395,8 +7330,8 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if buffer.__class__ is not int: buffer, _k1 = _address(buffer)
-        elif _chk: _check('p', buffer, 'buffer')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= buffer <= 18446744073709551615: _check('p', buffer, 'buffer')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -5415,6 +7350,29 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
 
 
 def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
+    _fast = _b.fast1('cuLogsRegisterCallback', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuLogsRegisterCallback(callbackFunc, userData):
+            """cuLogsRegisterCallback(callbackFunc, userData) -> callback_out (CUlogsCallbackHandle)
+
+            Calls the driver's cuLogsRegisterCallback (ABI version 12090): CUresult cuLogsRegisterCallback(CUlogsCallback callbackFunc, void *userData, CUlogsCallbackHandle *callback_out).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if callbackFunc.__class__ is not int: callbackFunc, _k0 = _address(callbackFunc)
+            elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
+            if userData.__class__ is not int: userData, _k1 = _address(userData)
+            elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+            _v = _f1(callbackFunc, userData)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuLogsRegisterCallback')
+            return _v
+
+        return cuLogsRegisterCallback
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5425,9 +7383,9 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if callbackFunc.__class__ is not int: callbackFunc, _k0 = _address(callbackFunc)
-        elif _chk: _check('p', callbackFunc, 'callbackFunc')
+        elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
         if userData.__class__ is not int: userData, _k1 = _address(userData)
-        elif _chk: _check('p', userData, 'userData')
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5449,7 +7407,7 @@ def _mk_cuLogsUnregisterCallback(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if callback.__class__ is not int: callback, _k0 = _address(callback)
-        elif _chk: _check('p', callback, 'callback')
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
         _rc = _fn(callback)
         if _rc:
             _raise(_rc, 'cuLogsUnregisterCallback')
@@ -5466,8 +7424,8 @@ def _mk_cuMemAddressFree(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
-        if _chk: _check('z', size, 'size')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
         _rc = _fn(ptr, size)
         if _rc:
             _raise(_rc, 'cuMemAddressFree')
@@ -5476,6 +7434,30 @@ def _mk_cuMemAddressFree(_fn, _b, _chk):
 
 
 def _mk_cuMemAddressReserve(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemAddressReserve', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemAddressReserve(size, alignment, addr, flags):
+            """cuMemAddressReserve(size, alignment, addr, flags) -> ptr (CUdeviceptr)
+
+            Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+            if _chk and (alignment.__class__ is not int or not 0 <= alignment <= 18446744073709551615): _check('z', alignment, 'alignment')
+            if addr.__class__ is not int: addr, _k3 = _address(addr)
+            elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            _v = _f1(size, alignment, addr, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemAddressReserve')
+            return _v
+
+        return cuMemAddressReserve
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5485,11 +7467,11 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
         Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', size, 'size')
-        if _chk: _check('z', alignment, 'alignment')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and (alignment.__class__ is not int or not 0 <= alignment <= 18446744073709551615): _check('z', alignment, 'alignment')
         if addr.__class__ is not int: addr, _k3 = _address(addr)
-        elif _chk: _check('Q', addr, 'addr')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5512,9 +7494,9 @@ def _mk_cuMemAdvise(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
-        elif _chk: _check('Q', devPtr, 'devPtr')
-        if _chk: _check('z', count, 'count')
-        if _chk: _check('I', advice, 'advice')
+        elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and (advice.__class__ is not int or not 0 <= advice <= 4294967295): _check('I', advice, 'advice')
         location = _b.struct_value(_s_location, location, 'location')
         _rc = _fn(devPtr, count, advice, location)
         if _rc:
@@ -5524,6 +7506,26 @@ def _mk_cuMemAdvise(_fn, _b, _chk):
 
 
 def _mk_cuMemAlloc(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemAlloc', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemAlloc(bytesize):
+            """cuMemAlloc(bytesize) -> dptr (CUdeviceptr)
+
+            Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            _v = _f1(bytesize)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemAlloc')
+            return _v
+
+        return cuMemAlloc
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5533,7 +7535,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
         Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', bytesize, 'bytesize')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5547,6 +7549,28 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
 
 
 def _mk_cuMemAllocAsync(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemAllocAsync', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemAllocAsync(bytesize, hStream):
+            """cuMemAllocAsync(bytesize, hStream) -> dptr (CUdeviceptr)
+
+            Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(bytesize, hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemAllocAsync')
+            return _v
+
+        return cuMemAllocAsync
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5556,9 +7580,9 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
         Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', bytesize, 'bytesize')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5572,6 +7596,30 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemAllocFromPoolAsync', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
+            """cuMemAllocFromPoolAsync(bytesize, pool, hStream) -> dptr (CUdeviceptr)
+
+            Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if pool.__class__ is not int: pool, _k2 = _address(pool)
+            elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
+            if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(bytesize, pool, hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemAllocFromPoolAsync')
+            return _v
+
+        return cuMemAllocFromPoolAsync
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5581,11 +7629,11 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
         Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', bytesize, 'bytesize')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
         if pool.__class__ is not int: pool, _k2 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5599,6 +7647,26 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemAllocHost(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemAllocHost', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemAllocHost(bytesize):
+            """cuMemAllocHost(bytesize) -> pp (void *)
+
+            Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            _v = _f1(bytesize)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemAllocHost')
+            return _v
+
+        return cuMemAllocHost
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5608,7 +7676,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
         Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', bytesize, 'bytesize')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5622,6 +7690,27 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
 
 
 def _mk_cuMemAllocManaged(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemAllocManaged', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemAllocManaged(bytesize, flags):
+            """cuMemAllocManaged(bytesize, flags) -> dptr (CUdeviceptr)
+
+            Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(bytesize, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemAllocManaged')
+            return _v
+
+        return cuMemAllocManaged
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5631,8 +7720,8 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
         Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', bytesize, 'bytesize')
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5657,9 +7746,9 @@ def _mk_cuMemAllocPitch(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', WidthInBytes, 'WidthInBytes')
-        if _chk: _check('z', Height, 'Height')
-        if _chk: _check('I', ElementSizeBytes, 'ElementSizeBytes')
+        if _chk and (WidthInBytes.__class__ is not int or not 0 <= WidthInBytes <= 18446744073709551615): _check('z', WidthInBytes, 'WidthInBytes')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
+        if _chk and (ElementSizeBytes.__class__ is not int or not 0 <= ElementSizeBytes <= 4294967295): _check('I', ElementSizeBytes, 'ElementSizeBytes')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -5674,6 +7763,31 @@ def _mk_cuMemAllocPitch(_fn, _b, _chk):
 
 
 def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemBatchDecompressAsync', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemBatchDecompressAsync(paramsArray, count, flags, stream):
+            """cuMemBatchDecompressAsync(paramsArray, count, flags, stream) -> errorIndex (size_t)
+
+            Calls the driver's cuMemBatchDecompressAsync (ABI version 12060): CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
+            elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
+            if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if stream.__class__ is not int: stream, _k4 = _address(stream)
+            elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
+            _v = _f1(paramsArray, count, flags, stream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemBatchDecompressAsync')
+            return _v
+
+        return cuMemBatchDecompressAsync
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -5684,11 +7798,11 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
-        elif _chk: _check('p', paramsArray, 'paramsArray')
-        if _chk: _check('z', count, 'count')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         if stream.__class__ is not int: stream, _k4 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5702,6 +7816,29 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemCreate', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemCreate(size, prop, flags):
+            """cuMemCreate(size, prop, flags) -> handle (CUmemGenericAllocationHandle)
+
+            Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+            if prop.__class__ is not int: prop, _k2 = _address(prop)
+            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            _v = _f1(size, prop, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemCreate')
+            return _v
+
+        return cuMemCreate
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5711,10 +7848,10 @@ def _mk_cuMemCreate(_fn, _b, _chk):
         Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', size, 'size')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
         if prop.__class__ is not int: prop, _k2 = _address(prop)
-        elif _chk: _check('p', prop, 'prop')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5736,18 +7873,18 @@ def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptrs.__class__ is not int: dptrs, _k0 = _address(dptrs)
-        elif _chk: _check('p', dptrs, 'dptrs')
+        elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
-        elif _chk: _check('p', sizes, 'sizes')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         if prefetchLocs.__class__ is not int: prefetchLocs, _k3 = _address(prefetchLocs)
-        elif _chk: _check('p', prefetchLocs, 'prefetchLocs')
+        elif _chk and not 0 <= prefetchLocs <= 18446744073709551615: _check('p', prefetchLocs, 'prefetchLocs')
         if prefetchLocIdxs.__class__ is not int: prefetchLocIdxs, _k4 = _address(prefetchLocIdxs)
-        elif _chk: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
-        if _chk: _check('z', numPrefetchLocs, 'numPrefetchLocs')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= prefetchLocIdxs <= 18446744073709551615: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
+        if _chk and (numPrefetchLocs.__class__ is not int or not 0 <= numPrefetchLocs <= 18446744073709551615): _check('z', numPrefetchLocs, 'numPrefetchLocs')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)
         if _rc:
             _raise(_rc, 'cuMemDiscardAndPrefetchBatchAsync')
@@ -5764,13 +7901,13 @@ def _mk_cuMemDiscardBatchAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptrs.__class__ is not int: dptrs, _k0 = _address(dptrs)
-        elif _chk: _check('p', dptrs, 'dptrs')
+        elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
-        elif _chk: _check('p', sizes, 'sizes')
-        if _chk: _check('z', count, 'count')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dptrs, sizes, count, flags, hStream)
         if _rc:
             _raise(_rc, 'cuMemDiscardBatchAsync')
@@ -5787,10 +7924,10 @@ def _mk_cuMemExportToShareableHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if shareableHandle.__class__ is not int: shareableHandle, _k0 = _address(shareableHandle)
-        elif _chk: _check('p', shareableHandle, 'shareableHandle')
-        if _chk: _check('Q', handle, 'handle')
-        if _chk: _check('I', handleType, 'handleType')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= shareableHandle <= 18446744073709551615: _check('p', shareableHandle, 'shareableHandle')
+        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
+        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         _rc = _fn(shareableHandle, handle, handleType, flags)
         if _rc:
             _raise(_rc, 'cuMemExportToShareableHandle')
@@ -5807,7 +7944,7 @@ def _mk_cuMemFree(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         _rc = _fn(dptr)
         if _rc:
             _raise(_rc, 'cuMemFree')
@@ -5824,9 +7961,9 @@ def _mk_cuMemFreeAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dptr, hStream)
         if _rc:
             _raise(_rc, 'cuMemFreeAsync')
@@ -5843,7 +7980,7 @@ def _mk_cuMemFreeHost(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if p.__class__ is not int: p, _k0 = _address(p)
-        elif _chk: _check('p', p, 'p')
+        elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
         _rc = _fn(p)
         if _rc:
             _raise(_rc, 'cuMemFreeHost')
@@ -5852,6 +7989,29 @@ def _mk_cuMemFreeHost(_fn, _b, _chk):
 
 
 def _mk_cuMemGetAccess(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemGetAccess', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemGetAccess(location, ptr):
+            """cuMemGetAccess(location, ptr) -> flags (unsigned long long)
+
+            Calls the driver's cuMemGetAccess (ABI version 10020): CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if location.__class__ is not int: location, _k1 = _address(location)
+            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+            if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
+            elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
+            _v = _f1(location, ptr)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemGetAccess')
+            return _v
+
+        return cuMemGetAccess
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5862,9 +8022,9 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if location.__class__ is not int: location, _k1 = _address(location)
-        elif _chk: _check('p', location, 'location')
+        elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5890,7 +8050,7 @@ def _mk_cuMemGetAddressRange(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -5905,6 +8065,28 @@ def _mk_cuMemGetAddressRange(_fn, _b, _chk):
 
 
 def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemGetAllocationGranularity', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemGetAllocationGranularity(prop, option):
+            """cuMemGetAllocationGranularity(prop, option) -> granularity (size_t)
+
+            Calls the driver's cuMemGetAllocationGranularity (ABI version 10020): CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if prop.__class__ is not int: prop, _k1 = _address(prop)
+            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+            if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
+            _v = _f1(prop, option)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemGetAllocationGranularity')
+            return _v
+
+        return cuMemGetAllocationGranularity
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -5915,8 +8097,8 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
-        elif _chk: _check('p', prop, 'prop')
-        if _chk: _check('I', option, 'option')
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5938,8 +8120,8 @@ def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if prop.__class__ is not int: prop, _k0 = _address(prop)
-        elif _chk: _check('p', prop, 'prop')
-        if _chk: _check('Q', handle, 'handle')
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
         _rc = _fn(prop, handle)
         if _rc:
             _raise(_rc, 'cuMemGetAllocationPropertiesFromHandle')
@@ -5948,6 +8130,28 @@ def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemGetDefaultMemPool', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemGetDefaultMemPool(location, type):
+            """cuMemGetDefaultMemPool(location, type) -> pool_out (CUmemoryPool)
+
+            Calls the driver's cuMemGetDefaultMemPool (ABI version 13000): CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if location.__class__ is not int: location, _k1 = _address(location)
+            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+            if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+            _v = _f1(location, type)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemGetDefaultMemPool')
+            return _v
+
+        return cuMemGetDefaultMemPool
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5958,8 +8162,8 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if location.__class__ is not int: location, _k1 = _address(location)
-        elif _chk: _check('p', location, 'location')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5981,12 +8185,12 @@ def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if handle.__class__ is not int: handle, _k0 = _address(handle)
-        elif _chk: _check('p', handle, 'handle')
+        elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
-        if _chk: _check('z', size, 'size')
-        if _chk: _check('I', handleType, 'handleType')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         _rc = _fn(handle, dptr, size, handleType, flags)
         if _rc:
             _raise(_rc, 'cuMemGetHandleForAddressRange')
@@ -6020,6 +8224,28 @@ def _mk_cuMemGetInfo(_fn, _b, _chk):
 
 
 def _mk_cuMemGetMemPool(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemGetMemPool', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemGetMemPool(location, type):
+            """cuMemGetMemPool(location, type) -> pool (CUmemoryPool)
+
+            Calls the driver's cuMemGetMemPool (ABI version 13000): CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if location.__class__ is not int: location, _k1 = _address(location)
+            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+            if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+            _v = _f1(location, type)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemGetMemPool')
+            return _v
+
+        return cuMemGetMemPool
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6030,8 +8256,8 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if location.__class__ is not int: location, _k1 = _address(location)
-        elif _chk: _check('p', location, 'location')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6045,6 +8271,27 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
 
 
 def _mk_cuMemHostAlloc(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemHostAlloc', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemHostAlloc(bytesize, Flags):
+            """cuMemHostAlloc(bytesize, Flags) -> pp (void *)
+
+            Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            _v = _f1(bytesize, Flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemHostAlloc')
+            return _v
+
+        return cuMemHostAlloc
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6054,8 +8301,8 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
         Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', bytesize, 'bytesize')
-        if _chk: _check('I', Flags, 'Flags')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6069,6 +8316,28 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
 
 
 def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemHostGetDevicePointer', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemHostGetDevicePointer(p, Flags):
+            """cuMemHostGetDevicePointer(p, Flags) -> pdptr (CUdeviceptr)
+
+            Calls the driver's cuMemHostGetDevicePointer (ABI version 3020): CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if p.__class__ is not int: p, _k1 = _address(p)
+            elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
+            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            _v = _f1(p, Flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemHostGetDevicePointer')
+            return _v
+
+        return cuMemHostGetDevicePointer
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -6079,8 +8348,8 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if p.__class__ is not int: p, _k1 = _address(p)
-        elif _chk: _check('p', p, 'p')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6094,6 +8363,27 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
 
 
 def _mk_cuMemHostGetFlags(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemHostGetFlags', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemHostGetFlags(p):
+            """cuMemHostGetFlags(p) -> pFlags (unsigned int)
+
+            Calls the driver's cuMemHostGetFlags (ABI version 2030): CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if p.__class__ is not int: p, _k1 = _address(p)
+            elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
+            _v = _f1(p)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemHostGetFlags')
+            return _v
+
+        return cuMemHostGetFlags
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -6104,7 +8394,7 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if p.__class__ is not int: p, _k1 = _address(p)
-        elif _chk: _check('p', p, 'p')
+        elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6126,9 +8416,9 @@ def _mk_cuMemHostRegister(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if p.__class__ is not int: p, _k0 = _address(p)
-        elif _chk: _check('p', p, 'p')
-        if _chk: _check('z', bytesize, 'bytesize')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
+        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(p, bytesize, Flags)
         if _rc:
             _raise(_rc, 'cuMemHostRegister')
@@ -6145,7 +8435,7 @@ def _mk_cuMemHostUnregister(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if p.__class__ is not int: p, _k0 = _address(p)
-        elif _chk: _check('p', p, 'p')
+        elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
         _rc = _fn(p)
         if _rc:
             _raise(_rc, 'cuMemHostUnregister')
@@ -6154,6 +8444,28 @@ def _mk_cuMemHostUnregister(_fn, _b, _chk):
 
 
 def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemImportFromShareableHandle', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemImportFromShareableHandle(osHandle, shHandleType):
+            """cuMemImportFromShareableHandle(osHandle, shHandleType) -> handle (CUmemGenericAllocationHandle)
+
+            Calls the driver's cuMemImportFromShareableHandle (ABI version 10020): CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
+            elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
+            if _chk and (shHandleType.__class__ is not int or not 0 <= shHandleType <= 4294967295): _check('I', shHandleType, 'shHandleType')
+            _v = _f1(osHandle, shHandleType)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemImportFromShareableHandle')
+            return _v
+
+        return cuMemImportFromShareableHandle
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -6164,8 +8476,8 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
-        elif _chk: _check('p', osHandle, 'osHandle')
-        if _chk: _check('I', shHandleType, 'shHandleType')
+        elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
+        if _chk and (shHandleType.__class__ is not int or not 0 <= shHandleType <= 4294967295): _check('I', shHandleType, 'shHandleType')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6187,11 +8499,11 @@ def _mk_cuMemMap(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
-        if _chk: _check('z', size, 'size')
-        if _chk: _check('z', offset, 'offset')
-        if _chk: _check('Q', handle, 'handle')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and (offset.__class__ is not int or not 0 <= offset <= 18446744073709551615): _check('z', offset, 'offset')
+        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         _rc = _fn(ptr, size, offset, handle, flags)
         if _rc:
             _raise(_rc, 'cuMemMap')
@@ -6208,10 +8520,10 @@ def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if mapInfoList.__class__ is not int: mapInfoList, _k0 = _address(mapInfoList)
-        elif _chk: _check('p', mapInfoList, 'mapInfoList')
-        if _chk: _check('I', count, 'count')
+        elif _chk and not 0 <= mapInfoList <= 18446744073709551615: _check('p', mapInfoList, 'mapInfoList')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(mapInfoList, count, hStream)
         if _rc:
             _raise(_rc, 'cuMemMapArrayAsync')
@@ -6220,6 +8532,27 @@ def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemPoolCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemPoolCreate(poolProps):
+            """cuMemPoolCreate(poolProps) -> pool (CUmemoryPool)
+
+            Calls the driver's cuMemPoolCreate (ABI version 11020): CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if poolProps.__class__ is not int: poolProps, _k1 = _address(poolProps)
+            elif _chk and not 0 <= poolProps <= 18446744073709551615: _check('p', poolProps, 'poolProps')
+            _v = _f1(poolProps)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemPoolCreate')
+            return _v
+
+        return cuMemPoolCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6230,7 +8563,7 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if poolProps.__class__ is not int: poolProps, _k1 = _address(poolProps)
-        elif _chk: _check('p', poolProps, 'poolProps')
+        elif _chk and not 0 <= poolProps <= 18446744073709551615: _check('p', poolProps, 'poolProps')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6252,7 +8585,7 @@ def _mk_cuMemPoolDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         _rc = _fn(pool)
         if _rc:
             _raise(_rc, 'cuMemPoolDestroy')
@@ -6269,9 +8602,9 @@ def _mk_cuMemPoolExportPointer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if shareData_out.__class__ is not int: shareData_out, _k0 = _address(shareData_out)
-        elif _chk: _check('p', shareData_out, 'shareData_out')
+        elif _chk and not 0 <= shareData_out <= 18446744073709551615: _check('p', shareData_out, 'shareData_out')
         if ptr.__class__ is not int: ptr, _k1 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         _rc = _fn(shareData_out, ptr)
         if _rc:
             _raise(_rc, 'cuMemPoolExportPointer')
@@ -6288,11 +8621,11 @@ def _mk_cuMemPoolExportToShareableHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if handle_out.__class__ is not int: handle_out, _k0 = _address(handle_out)
-        elif _chk: _check('p', handle_out, 'handle_out')
+        elif _chk and not 0 <= handle_out <= 18446744073709551615: _check('p', handle_out, 'handle_out')
         if pool.__class__ is not int: pool, _k1 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
-        if _chk: _check('I', handleType, 'handleType')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
+        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         _rc = _fn(handle_out, pool, handleType, flags)
         if _rc:
             _raise(_rc, 'cuMemPoolExportToShareableHandle')
@@ -6301,6 +8634,29 @@ def _mk_cuMemPoolExportToShareableHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemPoolGetAccess', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemPoolGetAccess(memPool, location):
+            """cuMemPoolGetAccess(memPool, location) -> flags (CUmemAccess_flags)
+
+            Calls the driver's cuMemPoolGetAccess (ABI version 11020): CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if memPool.__class__ is not int: memPool, _k1 = _address(memPool)
+            elif _chk and not 0 <= memPool <= 18446744073709551615: _check('p', memPool, 'memPool')
+            if location.__class__ is not int: location, _k2 = _address(location)
+            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+            _v = _f1(memPool, location)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemPoolGetAccess')
+            return _v
+
+        return cuMemPoolGetAccess
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -6311,9 +8667,9 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if memPool.__class__ is not int: memPool, _k1 = _address(memPool)
-        elif _chk: _check('p', memPool, 'memPool')
+        elif _chk and not 0 <= memPool <= 18446744073709551615: _check('p', memPool, 'memPool')
         if location.__class__ is not int: location, _k2 = _address(location)
-        elif _chk: _check('p', location, 'location')
+        elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6335,10 +8691,10 @@ def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
-        if _chk: _check('I', attr, 'attr')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         _rc = _fn(pool, attr, value)
         if _rc:
             _raise(_rc, 'cuMemPoolGetAttribute')
@@ -6347,6 +8703,29 @@ def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemPoolImportFromShareableHandle', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemPoolImportFromShareableHandle(handle, handleType, flags):
+            """cuMemPoolImportFromShareableHandle(handle, handleType, flags) -> pool_out (CUmemoryPool)
+
+            Calls the driver's cuMemPoolImportFromShareableHandle (ABI version 11020): CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if handle.__class__ is not int: handle, _k1 = _address(handle)
+            elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
+            if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            _v = _f1(handle, handleType, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemPoolImportFromShareableHandle')
+            return _v
+
+        return cuMemPoolImportFromShareableHandle
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6357,9 +8736,9 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if handle.__class__ is not int: handle, _k1 = _address(handle)
-        elif _chk: _check('p', handle, 'handle')
-        if _chk: _check('I', handleType, 'handleType')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
+        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6373,6 +8752,29 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemPoolImportPointer', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemPoolImportPointer(pool, shareData):
+            """cuMemPoolImportPointer(pool, shareData) -> ptr_out (CUdeviceptr)
+
+            Calls the driver's cuMemPoolImportPointer (ABI version 11020): CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pool.__class__ is not int: pool, _k1 = _address(pool)
+            elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
+            if shareData.__class__ is not int: shareData, _k2 = _address(shareData)
+            elif _chk and not 0 <= shareData <= 18446744073709551615: _check('p', shareData, 'shareData')
+            _v = _f1(pool, shareData)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemPoolImportPointer')
+            return _v
+
+        return cuMemPoolImportPointer
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -6383,9 +8785,9 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pool.__class__ is not int: pool, _k1 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if shareData.__class__ is not int: shareData, _k2 = _address(shareData)
-        elif _chk: _check('p', shareData, 'shareData')
+        elif _chk and not 0 <= shareData <= 18446744073709551615: _check('p', shareData, 'shareData')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6407,10 +8809,10 @@ def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if map.__class__ is not int: map, _k1 = _address(map)
-        elif _chk: _check('p', map, 'map')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= map <= 18446744073709551615: _check('p', map, 'map')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         _rc = _fn(pool, map, count)
         if _rc:
             _raise(_rc, 'cuMemPoolSetAccess')
@@ -6427,10 +8829,10 @@ def _mk_cuMemPoolSetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
-        if _chk: _check('I', attr, 'attr')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         _rc = _fn(pool, attr, value)
         if _rc:
             _raise(_rc, 'cuMemPoolSetAttribute')
@@ -6447,8 +8849,8 @@ def _mk_cuMemPoolTrimTo(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
-        if _chk: _check('z', minBytesToKeep, 'minBytesToKeep')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
+        if _chk and (minBytesToKeep.__class__ is not int or not 0 <= minBytesToKeep <= 18446744073709551615): _check('z', minBytesToKeep, 'minBytesToKeep')
         _rc = _fn(pool, minBytesToKeep)
         if _rc:
             _raise(_rc, 'cuMemPoolTrimTo')
@@ -6466,12 +8868,12 @@ def _mk_cuMemPrefetchAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
-        elif _chk: _check('Q', devPtr, 'devPtr')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         location = _b.struct_value(_s_location, location, 'location')
-        if _chk: _check('I', flags, 'flags')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(devPtr, count, location, flags, hStream)
         if _rc:
             _raise(_rc, 'cuMemPrefetchAsync')
@@ -6488,18 +8890,18 @@ def _mk_cuMemPrefetchBatchAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dptrs.__class__ is not int: dptrs, _k0 = _address(dptrs)
-        elif _chk: _check('p', dptrs, 'dptrs')
+        elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
-        elif _chk: _check('p', sizes, 'sizes')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         if prefetchLocs.__class__ is not int: prefetchLocs, _k3 = _address(prefetchLocs)
-        elif _chk: _check('p', prefetchLocs, 'prefetchLocs')
+        elif _chk and not 0 <= prefetchLocs <= 18446744073709551615: _check('p', prefetchLocs, 'prefetchLocs')
         if prefetchLocIdxs.__class__ is not int: prefetchLocIdxs, _k4 = _address(prefetchLocIdxs)
-        elif _chk: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
-        if _chk: _check('z', numPrefetchLocs, 'numPrefetchLocs')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= prefetchLocIdxs <= 18446744073709551615: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
+        if _chk and (numPrefetchLocs.__class__ is not int or not 0 <= numPrefetchLocs <= 18446744073709551615): _check('z', numPrefetchLocs, 'numPrefetchLocs')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)
         if _rc:
             _raise(_rc, 'cuMemPrefetchBatchAsync')
@@ -6516,12 +8918,12 @@ def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if data.__class__ is not int: data, _k0 = _address(data)
-        elif _chk: _check('p', data, 'data')
-        if _chk: _check('z', dataSize, 'dataSize')
-        if _chk: _check('I', attribute, 'attribute')
+        elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
+        if _chk and (dataSize.__class__ is not int or not 0 <= dataSize <= 18446744073709551615): _check('z', dataSize, 'dataSize')
+        if _chk and (attribute.__class__ is not int or not 0 <= attribute <= 4294967295): _check('I', attribute, 'attribute')
         if devPtr.__class__ is not int: devPtr, _k3 = _address(devPtr)
-        elif _chk: _check('Q', devPtr, 'devPtr')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         _rc = _fn(data, dataSize, attribute, devPtr, count)
         if _rc:
             _raise(_rc, 'cuMemRangeGetAttribute')
@@ -6538,15 +8940,15 @@ def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if data.__class__ is not int: data, _k0 = _address(data)
-        elif _chk: _check('p', data, 'data')
+        elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
         if dataSizes.__class__ is not int: dataSizes, _k1 = _address(dataSizes)
-        elif _chk: _check('p', dataSizes, 'dataSizes')
+        elif _chk and not 0 <= dataSizes <= 18446744073709551615: _check('p', dataSizes, 'dataSizes')
         if attributes.__class__ is not int: attributes, _k2 = _address(attributes)
-        elif _chk: _check('p', attributes, 'attributes')
-        if _chk: _check('z', numAttributes, 'numAttributes')
+        elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
+        if _chk and (numAttributes.__class__ is not int or not 0 <= numAttributes <= 18446744073709551615): _check('z', numAttributes, 'numAttributes')
         if devPtr.__class__ is not int: devPtr, _k4 = _address(devPtr)
-        elif _chk: _check('Q', devPtr, 'devPtr')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         _rc = _fn(data, dataSizes, attributes, numAttributes, devPtr, count)
         if _rc:
             _raise(_rc, 'cuMemRangeGetAttributes')
@@ -6562,7 +8964,7 @@ def _mk_cuMemRelease(_fn, _b, _chk):
         Calls the driver's cuMemRelease (ABI version 10020): CUresult cuMemRelease(CUmemGenericAllocationHandle handle).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', handle, 'handle')
+        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
         _rc = _fn(handle)
         if _rc:
             _raise(_rc, 'cuMemRelease')
@@ -6571,6 +8973,27 @@ def _mk_cuMemRelease(_fn, _b, _chk):
 
 
 def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
+    _fast = _b.fast1('cuMemRetainAllocationHandle', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMemRetainAllocationHandle(addr):
+            """cuMemRetainAllocationHandle(addr) -> handle (CUmemGenericAllocationHandle)
+
+            Calls the driver's cuMemRetainAllocationHandle (ABI version 11000): CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if addr.__class__ is not int: addr, _k1 = _address(addr)
+            elif _chk and not 0 <= addr <= 18446744073709551615: _check('p', addr, 'addr')
+            _v = _f1(addr)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMemRetainAllocationHandle')
+            return _v
+
+        return cuMemRetainAllocationHandle
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -6581,7 +9004,7 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if addr.__class__ is not int: addr, _k1 = _address(addr)
-        elif _chk: _check('p', addr, 'addr')
+        elif _chk and not 0 <= addr <= 18446744073709551615: _check('p', addr, 'addr')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6603,11 +9026,11 @@ def _mk_cuMemSetAccess(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
-        if _chk: _check('z', size, 'size')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
         if desc.__class__ is not int: desc, _k2 = _address(desc)
-        elif _chk: _check('p', desc, 'desc')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         _rc = _fn(ptr, size, desc, count)
         if _rc:
             _raise(_rc, 'cuMemSetAccess')
@@ -6624,10 +9047,10 @@ def _mk_cuMemSetMemPool(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if location.__class__ is not int: location, _k0 = _address(location)
-        elif _chk: _check('p', location, 'location')
-        if _chk: _check('I', type, 'type')
+        elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
+        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
         if pool.__class__ is not int: pool, _k2 = _address(pool)
-        elif _chk: _check('p', pool, 'pool')
+        elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         _rc = _fn(location, type, pool)
         if _rc:
             _raise(_rc, 'cuMemSetMemPool')
@@ -6644,8 +9067,8 @@ def _mk_cuMemUnmap(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
-        if _chk: _check('z', size, 'size')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
         _rc = _fn(ptr, size)
         if _rc:
             _raise(_rc, 'cuMemUnmap')
@@ -6662,10 +9085,10 @@ def _mk_cuMemcpy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dst.__class__ is not int: dst, _k0 = _address(dst)
-        elif _chk: _check('Q', dst, 'dst')
+        elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
-        elif _chk: _check('Q', src, 'src')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dst, src, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpy')
@@ -6682,7 +9105,7 @@ def _mk_cuMemcpy2D(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         _rc = _fn(pCopy)
         if _rc:
             _raise(_rc, 'cuMemcpy2D')
@@ -6699,9 +9122,9 @@ def _mk_cuMemcpy2DAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(pCopy, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpy2DAsync')
@@ -6718,7 +9141,7 @@ def _mk_cuMemcpy2DUnaligned(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         _rc = _fn(pCopy)
         if _rc:
             _raise(_rc, 'cuMemcpy2DUnaligned')
@@ -6735,7 +9158,7 @@ def _mk_cuMemcpy3D(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         _rc = _fn(pCopy)
         if _rc:
             _raise(_rc, 'cuMemcpy3D')
@@ -6752,9 +9175,9 @@ def _mk_cuMemcpy3DAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(pCopy, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpy3DAsync')
@@ -6770,12 +9193,12 @@ def _mk_cuMemcpy3DBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpy3DBatchAsync (ABI version 13000): CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('z', numOps, 'numOps')
+        if _chk and (numOps.__class__ is not int or not 0 <= numOps <= 18446744073709551615): _check('z', numOps, 'numOps')
         if opList.__class__ is not int: opList, _k1 = _address(opList)
-        elif _chk: _check('p', opList, 'opList')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= opList <= 18446744073709551615: _check('p', opList, 'opList')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(numOps, opList, flags, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpy3DBatchAsync')
@@ -6792,7 +9215,7 @@ def _mk_cuMemcpy3DPeer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         _rc = _fn(pCopy)
         if _rc:
             _raise(_rc, 'cuMemcpy3DPeer')
@@ -6809,9 +9232,9 @@ def _mk_cuMemcpy3DPeerAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
-        elif _chk: _check('p', pCopy, 'pCopy')
+        elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(pCopy, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpy3DPeerAsync')
@@ -6828,12 +9251,12 @@ def _mk_cuMemcpyAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dst.__class__ is not int: dst, _k0 = _address(dst)
-        elif _chk: _check('Q', dst, 'dst')
+        elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
-        elif _chk: _check('Q', src, 'src')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dst, src, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyAsync')
@@ -6850,12 +9273,12 @@ def _mk_cuMemcpyAtoA(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
-        elif _chk: _check('p', dstArray, 'dstArray')
-        if _chk: _check('z', dstOffset, 'dstOffset')
+        elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
+        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
         if srcArray.__class__ is not int: srcArray, _k2 = _address(srcArray)
-        elif _chk: _check('p', srcArray, 'srcArray')
-        if _chk: _check('z', srcOffset, 'srcOffset')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
+        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyAtoA')
@@ -6872,11 +9295,11 @@ def _mk_cuMemcpyAtoD(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
-        elif _chk: _check('p', srcArray, 'srcArray')
-        if _chk: _check('z', srcOffset, 'srcOffset')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
+        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstDevice, srcArray, srcOffset, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyAtoD')
@@ -6893,11 +9316,11 @@ def _mk_cuMemcpyAtoH(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
-        elif _chk: _check('p', dstHost, 'dstHost')
+        elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
-        elif _chk: _check('p', srcArray, 'srcArray')
-        if _chk: _check('z', srcOffset, 'srcOffset')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
+        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstHost, srcArray, srcOffset, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyAtoH')
@@ -6914,13 +9337,13 @@ def _mk_cuMemcpyAtoHAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
-        elif _chk: _check('p', dstHost, 'dstHost')
+        elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
-        elif _chk: _check('p', srcArray, 'srcArray')
-        if _chk: _check('z', srcOffset, 'srcOffset')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
+        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstHost, srcArray, srcOffset, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyAtoHAsync')
@@ -6937,19 +9360,19 @@ def _mk_cuMemcpyBatchAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dsts.__class__ is not int: dsts, _k0 = _address(dsts)
-        elif _chk: _check('p', dsts, 'dsts')
+        elif _chk and not 0 <= dsts <= 18446744073709551615: _check('p', dsts, 'dsts')
         if srcs.__class__ is not int: srcs, _k1 = _address(srcs)
-        elif _chk: _check('p', srcs, 'srcs')
+        elif _chk and not 0 <= srcs <= 18446744073709551615: _check('p', srcs, 'srcs')
         if sizes.__class__ is not int: sizes, _k2 = _address(sizes)
-        elif _chk: _check('p', sizes, 'sizes')
-        if _chk: _check('z', count, 'count')
+        elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
         if attrs.__class__ is not int: attrs, _k4 = _address(attrs)
-        elif _chk: _check('p', attrs, 'attrs')
+        elif _chk and not 0 <= attrs <= 18446744073709551615: _check('p', attrs, 'attrs')
         if attrsIdxs.__class__ is not int: attrsIdxs, _k5 = _address(attrsIdxs)
-        elif _chk: _check('p', attrsIdxs, 'attrsIdxs')
-        if _chk: _check('z', numAttrs, 'numAttrs')
+        elif _chk and not 0 <= attrsIdxs <= 18446744073709551615: _check('p', attrsIdxs, 'attrsIdxs')
+        if _chk and (numAttrs.__class__ is not int or not 0 <= numAttrs <= 18446744073709551615): _check('z', numAttrs, 'numAttrs')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyBatchAsync')
@@ -6966,11 +9389,11 @@ def _mk_cuMemcpyDtoA(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
-        elif _chk: _check('p', dstArray, 'dstArray')
-        if _chk: _check('z', dstOffset, 'dstOffset')
+        elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
+        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
         if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstArray, dstOffset, srcDevice, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyDtoA')
@@ -6987,10 +9410,10 @@ def _mk_cuMemcpyDtoD(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstDevice, srcDevice, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyDtoD')
@@ -7007,12 +9430,12 @@ def _mk_cuMemcpyDtoDAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, srcDevice, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyDtoDAsync')
@@ -7029,10 +9452,10 @@ def _mk_cuMemcpyDtoH(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
-        elif _chk: _check('p', dstHost, 'dstHost')
+        elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstHost, srcDevice, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyDtoH')
@@ -7049,12 +9472,12 @@ def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
-        elif _chk: _check('p', dstHost, 'dstHost')
+        elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstHost, srcDevice, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyDtoHAsync')
@@ -7071,11 +9494,11 @@ def _mk_cuMemcpyHtoA(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
-        elif _chk: _check('p', dstArray, 'dstArray')
-        if _chk: _check('z', dstOffset, 'dstOffset')
+        elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
+        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
         if srcHost.__class__ is not int: srcHost, _k2 = _address(srcHost)
-        elif _chk: _check('p', srcHost, 'srcHost')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstArray, dstOffset, srcHost, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyHtoA')
@@ -7092,13 +9515,13 @@ def _mk_cuMemcpyHtoAAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
-        elif _chk: _check('p', dstArray, 'dstArray')
-        if _chk: _check('z', dstOffset, 'dstOffset')
+        elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
+        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
         if srcHost.__class__ is not int: srcHost, _k2 = _address(srcHost)
-        elif _chk: _check('p', srcHost, 'srcHost')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstArray, dstOffset, srcHost, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyHtoAAsync')
@@ -7115,10 +9538,10 @@ def _mk_cuMemcpyHtoD(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
-        elif _chk: _check('p', srcHost, 'srcHost')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstDevice, srcHost, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyHtoD')
@@ -7135,12 +9558,12 @@ def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
-        elif _chk: _check('p', srcHost, 'srcHost')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, srcHost, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyHtoDAsync')
@@ -7157,14 +9580,14 @@ def _mk_cuMemcpyPeer(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if dstContext.__class__ is not int: dstContext, _k1 = _address(dstContext)
-        elif _chk: _check('p', dstContext, 'dstContext')
+        elif _chk and not 0 <= dstContext <= 18446744073709551615: _check('p', dstContext, 'dstContext')
         if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
-        elif _chk: _check('p', srcContext, 'srcContext')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcContext <= 18446744073709551615: _check('p', srcContext, 'srcContext')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
         if _rc:
             _raise(_rc, 'cuMemcpyPeer')
@@ -7181,16 +9604,16 @@ def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if dstContext.__class__ is not int: dstContext, _k1 = _address(dstContext)
-        elif _chk: _check('p', dstContext, 'dstContext')
+        elif _chk and not 0 <= dstContext <= 18446744073709551615: _check('p', dstContext, 'dstContext')
         if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
-        elif _chk: _check('Q', srcDevice, 'srcDevice')
+        elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
-        elif _chk: _check('p', srcContext, 'srcContext')
-        if _chk: _check('z', ByteCount, 'ByteCount')
+        elif _chk and not 0 <= srcContext <= 18446744073709551615: _check('p', srcContext, 'srcContext')
+        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream)
         if _rc:
             _raise(_rc, 'cuMemcpyPeerAsync')
@@ -7207,9 +9630,9 @@ def _mk_cuMemsetD16(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('H', us, 'us')
-        if _chk: _check('z', N, 'N')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
+        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
         _rc = _fn(dstDevice, us, N)
         if _rc:
             _raise(_rc, 'cuMemsetD16')
@@ -7226,11 +9649,11 @@ def _mk_cuMemsetD16Async(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('H', us, 'us')
-        if _chk: _check('z', N, 'N')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
+        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, us, N, hStream)
         if _rc:
             _raise(_rc, 'cuMemsetD16Async')
@@ -7247,11 +9670,11 @@ def _mk_cuMemsetD2D16(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('z', dstPitch, 'dstPitch')
-        if _chk: _check('H', us, 'us')
-        if _chk: _check('z', Width, 'Width')
-        if _chk: _check('z', Height, 'Height')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
+        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
+        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
         _rc = _fn(dstDevice, dstPitch, us, Width, Height)
         if _rc:
             _raise(_rc, 'cuMemsetD2D16')
@@ -7268,13 +9691,13 @@ def _mk_cuMemsetD2D16Async(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('z', dstPitch, 'dstPitch')
-        if _chk: _check('H', us, 'us')
-        if _chk: _check('z', Width, 'Width')
-        if _chk: _check('z', Height, 'Height')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
+        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
+        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, dstPitch, us, Width, Height, hStream)
         if _rc:
             _raise(_rc, 'cuMemsetD2D16Async')
@@ -7291,11 +9714,11 @@ def _mk_cuMemsetD2D32(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('z', dstPitch, 'dstPitch')
-        if _chk: _check('I', ui, 'ui')
-        if _chk: _check('z', Width, 'Width')
-        if _chk: _check('z', Height, 'Height')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
+        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
+        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
         _rc = _fn(dstDevice, dstPitch, ui, Width, Height)
         if _rc:
             _raise(_rc, 'cuMemsetD2D32')
@@ -7312,13 +9735,13 @@ def _mk_cuMemsetD2D32Async(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('z', dstPitch, 'dstPitch')
-        if _chk: _check('I', ui, 'ui')
-        if _chk: _check('z', Width, 'Width')
-        if _chk: _check('z', Height, 'Height')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
+        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
+        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, dstPitch, ui, Width, Height, hStream)
         if _rc:
             _raise(_rc, 'cuMemsetD2D32Async')
@@ -7335,11 +9758,11 @@ def _mk_cuMemsetD2D8(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('z', dstPitch, 'dstPitch')
-        if _chk: _check('B', uc, 'uc')
-        if _chk: _check('z', Width, 'Width')
-        if _chk: _check('z', Height, 'Height')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
+        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
+        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
         _rc = _fn(dstDevice, dstPitch, uc, Width, Height)
         if _rc:
             _raise(_rc, 'cuMemsetD2D8')
@@ -7356,13 +9779,13 @@ def _mk_cuMemsetD2D8Async(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('z', dstPitch, 'dstPitch')
-        if _chk: _check('B', uc, 'uc')
-        if _chk: _check('z', Width, 'Width')
-        if _chk: _check('z', Height, 'Height')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
+        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
+        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
+        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, dstPitch, uc, Width, Height, hStream)
         if _rc:
             _raise(_rc, 'cuMemsetD2D8Async')
@@ -7379,9 +9802,9 @@ def _mk_cuMemsetD32(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('I', ui, 'ui')
-        if _chk: _check('z', N, 'N')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
+        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
         _rc = _fn(dstDevice, ui, N)
         if _rc:
             _raise(_rc, 'cuMemsetD32')
@@ -7398,11 +9821,11 @@ def _mk_cuMemsetD32Async(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('I', ui, 'ui')
-        if _chk: _check('z', N, 'N')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
+        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, ui, N, hStream)
         if _rc:
             _raise(_rc, 'cuMemsetD32Async')
@@ -7419,9 +9842,9 @@ def _mk_cuMemsetD8(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('B', uc, 'uc')
-        if _chk: _check('z', N, 'N')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
+        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
         _rc = _fn(dstDevice, uc, N)
         if _rc:
             _raise(_rc, 'cuMemsetD8')
@@ -7438,11 +9861,11 @@ def _mk_cuMemsetD8Async(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
-        elif _chk: _check('Q', dstDevice, 'dstDevice')
-        if _chk: _check('B', uc, 'uc')
-        if _chk: _check('z', N, 'N')
+        elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
+        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
+        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(dstDevice, uc, N, hStream)
         if _rc:
             _raise(_rc, 'cuMemsetD8Async')
@@ -7451,6 +9874,28 @@ def _mk_cuMemsetD8Async(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuMipmappedArrayCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMipmappedArrayCreate(pMipmappedArrayDesc, numMipmapLevels):
+            """cuMipmappedArrayCreate(pMipmappedArrayDesc, numMipmapLevels) -> pHandle (CUmipmappedArray)
+
+            Calls the driver's cuMipmappedArrayCreate (ABI version 5000): CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
+            elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
+            if _chk and (numMipmapLevels.__class__ is not int or not 0 <= numMipmapLevels <= 4294967295): _check('I', numMipmapLevels, 'numMipmapLevels')
+            _v = _f1(pMipmappedArrayDesc, numMipmapLevels)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMipmappedArrayCreate')
+            return _v
+
+        return cuMipmappedArrayCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7461,8 +9906,8 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
-        elif _chk: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
-        if _chk: _check('I', numMipmapLevels, 'numMipmapLevels')
+        elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
+        if _chk and (numMipmapLevels.__class__ is not int or not 0 <= numMipmapLevels <= 4294967295): _check('I', numMipmapLevels, 'numMipmapLevels')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7484,7 +9929,7 @@ def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k0 = _address(hMipmappedArray)
-        elif _chk: _check('p', hMipmappedArray, 'hMipmappedArray')
+        elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
         _rc = _fn(hMipmappedArray)
         if _rc:
             _raise(_rc, 'cuMipmappedArrayDestroy')
@@ -7493,6 +9938,28 @@ def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
+    _fast = _b.fast1('cuMipmappedArrayGetLevel', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMipmappedArrayGetLevel(hMipmappedArray, level):
+            """cuMipmappedArrayGetLevel(hMipmappedArray, level) -> pLevelArray (CUarray)
+
+            Calls the driver's cuMipmappedArrayGetLevel (ABI version 5000): CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
+            elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
+            if _chk and (level.__class__ is not int or not 0 <= level <= 4294967295): _check('I', level, 'level')
+            _v = _f1(hMipmappedArray, level)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMipmappedArrayGetLevel')
+            return _v
+
+        return cuMipmappedArrayGetLevel
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7503,8 +9970,8 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
-        elif _chk: _check('p', hMipmappedArray, 'hMipmappedArray')
-        if _chk: _check('I', level, 'level')
+        elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
+        if _chk and (level.__class__ is not int or not 0 <= level <= 4294967295): _check('I', level, 'level')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7526,10 +9993,10 @@ def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if memoryRequirements.__class__ is not int: memoryRequirements, _k0 = _address(memoryRequirements)
-        elif _chk: _check('p', memoryRequirements, 'memoryRequirements')
+        elif _chk and not 0 <= memoryRequirements <= 18446744073709551615: _check('p', memoryRequirements, 'memoryRequirements')
         if mipmap.__class__ is not int: mipmap, _k1 = _address(mipmap)
-        elif _chk: _check('p', mipmap, 'mipmap')
-        if _chk: _check('i', device, 'device')
+        elif _chk and not 0 <= mipmap <= 18446744073709551615: _check('p', mipmap, 'mipmap')
+        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
         _rc = _fn(memoryRequirements, mipmap, device)
         if _rc:
             _raise(_rc, 'cuMipmappedArrayGetMemoryRequirements')
@@ -7546,9 +10013,9 @@ def _mk_cuMipmappedArrayGetSparseProperties(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if sparseProperties.__class__ is not int: sparseProperties, _k0 = _address(sparseProperties)
-        elif _chk: _check('p', sparseProperties, 'sparseProperties')
+        elif _chk and not 0 <= sparseProperties <= 18446744073709551615: _check('p', sparseProperties, 'sparseProperties')
         if mipmap.__class__ is not int: mipmap, _k1 = _address(mipmap)
-        elif _chk: _check('p', mipmap, 'mipmap')
+        elif _chk and not 0 <= mipmap <= 18446744073709551615: _check('p', mipmap, 'mipmap')
         _rc = _fn(sparseProperties, mipmap)
         if _rc:
             _raise(_rc, 'cuMipmappedArrayGetSparseProperties')
@@ -7565,10 +10032,10 @@ def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if functions.__class__ is not int: functions, _k0 = _address(functions)
-        elif _chk: _check('p', functions, 'functions')
-        if _chk: _check('I', numFunctions, 'numFunctions')
+        elif _chk and not 0 <= functions <= 18446744073709551615: _check('p', functions, 'functions')
+        if _chk and (numFunctions.__class__ is not int or not 0 <= numFunctions <= 4294967295): _check('I', numFunctions, 'numFunctions')
         if mod.__class__ is not int: mod, _k2 = _address(mod)
-        elif _chk: _check('p', mod, 'mod')
+        elif _chk and not 0 <= mod <= 18446744073709551615: _check('p', mod, 'mod')
         _rc = _fn(functions, numFunctions, mod)
         if _rc:
             _raise(_rc, 'cuModuleEnumerateFunctions')
@@ -7577,6 +10044,29 @@ def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetFunction(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleGetFunction', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleGetFunction(hmod, name):
+            """cuModuleGetFunction(hmod, name) -> hfunc (CUfunction)
+
+            Calls the driver's cuModuleGetFunction (ABI version 2000): CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
+            elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
+            if name.__class__ is not int: name, _k2 = _cstring(name)
+            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
+            _v = _f1(hmod, name)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleGetFunction')
+            return _v
+
+        return cuModuleGetFunction
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7587,9 +10077,9 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
-        elif _chk: _check('p', hmod, 'hmod')
+        elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
         if name.__class__ is not int: name, _k2 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7603,6 +10093,27 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleGetFunctionCount', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleGetFunctionCount(mod):
+            """cuModuleGetFunctionCount(mod) -> count (unsigned int)
+
+            Calls the driver's cuModuleGetFunctionCount (ABI version 12040): CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if mod.__class__ is not int: mod, _k1 = _address(mod)
+            elif _chk and not 0 <= mod <= 18446744073709551615: _check('p', mod, 'mod')
+            _v = _f1(mod)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleGetFunctionCount')
+            return _v
+
+        return cuModuleGetFunctionCount
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -7613,7 +10124,7 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if mod.__class__ is not int: mod, _k1 = _address(mod)
-        elif _chk: _check('p', mod, 'mod')
+        elif _chk and not 0 <= mod <= 18446744073709551615: _check('p', mod, 'mod')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7639,9 +10150,9 @@ def _mk_cuModuleGetGlobal(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hmod.__class__ is not int: hmod, _k2 = _address(hmod)
-        elif _chk: _check('p', hmod, 'hmod')
+        elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
         if name.__class__ is not int: name, _k3 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -7656,6 +10167,25 @@ def _mk_cuModuleGetGlobal(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleGetLoadingMode', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleGetLoadingMode():
+            """cuModuleGetLoadingMode() -> mode (CUmoduleLoadingMode)
+
+            Calls the driver's cuModuleGetLoadingMode (ABI version 11070): CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleGetLoadingMode')
+            return _v
+
+        return cuModuleGetLoadingMode
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -7678,6 +10208,29 @@ def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleGetSurfRef', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleGetSurfRef(hmod, name):
+            """cuModuleGetSurfRef(hmod, name) -> pSurfRef (CUsurfref)
+
+            Calls the driver's cuModuleGetSurfRef (ABI version 3000): CUresult cuModuleGetSurfRef(CUsurfref *pSurfRef, CUmodule hmod, const char *name).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
+            elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
+            if name.__class__ is not int: name, _k2 = _cstring(name)
+            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
+            _v = _f1(hmod, name)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleGetSurfRef')
+            return _v
+
+        return cuModuleGetSurfRef
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7688,9 +10241,9 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
-        elif _chk: _check('p', hmod, 'hmod')
+        elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
         if name.__class__ is not int: name, _k2 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7704,6 +10257,29 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetTexRef(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleGetTexRef', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleGetTexRef(hmod, name):
+            """cuModuleGetTexRef(hmod, name) -> pTexRef (CUtexref)
+
+            Calls the driver's cuModuleGetTexRef (ABI version 2000): CUresult cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
+            elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
+            if name.__class__ is not int: name, _k2 = _cstring(name)
+            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
+            _v = _f1(hmod, name)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleGetTexRef')
+            return _v
+
+        return cuModuleGetTexRef
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7714,9 +10290,9 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
-        elif _chk: _check('p', hmod, 'hmod')
+        elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
         if name.__class__ is not int: name, _k2 = _cstring(name)
-        elif _chk: _check('p', name, 'name')
+        elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7730,6 +10306,27 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
 
 
 def _mk_cuModuleLoad(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleLoad', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleLoad(fname):
+            """cuModuleLoad(fname) -> module (CUmodule)
+
+            Calls the driver's cuModuleLoad (ABI version 2000): CUresult cuModuleLoad(CUmodule *module, const char *fname).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if fname.__class__ is not int: fname, _k1 = _cstring(fname)
+            elif _chk and not 0 <= fname <= 18446744073709551615: _check('p', fname, 'fname')
+            _v = _f1(fname)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleLoad')
+            return _v
+
+        return cuModuleLoad
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7740,7 +10337,7 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if fname.__class__ is not int: fname, _k1 = _cstring(fname)
-        elif _chk: _check('p', fname, 'fname')
+        elif _chk and not 0 <= fname <= 18446744073709551615: _check('p', fname, 'fname')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7754,6 +10351,27 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
 
 
 def _mk_cuModuleLoadData(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleLoadData', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleLoadData(image):
+            """cuModuleLoadData(image) -> module (CUmodule)
+
+            Calls the driver's cuModuleLoadData (ABI version 2000): CUresult cuModuleLoadData(CUmodule *module, const void *image).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if image.__class__ is not int: image, _k1 = _address(image)
+            elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
+            _v = _f1(image)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleLoadData')
+            return _v
+
+        return cuModuleLoadData
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7764,7 +10382,7 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if image.__class__ is not int: image, _k1 = _address(image)
-        elif _chk: _check('p', image, 'image')
+        elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7778,6 +10396,32 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
 
 
 def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleLoadDataEx', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleLoadDataEx(image, numOptions, options, optionValues):
+            """cuModuleLoadDataEx(image, numOptions, options, optionValues) -> module (CUmodule)
+
+            Calls the driver's cuModuleLoadDataEx (ABI version 2010): CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options, void **optionValues).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if image.__class__ is not int: image, _k1 = _address(image)
+            elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
+            if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+            if options.__class__ is not int: options, _k3 = _address(options)
+            elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
+            if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
+            elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
+            _v = _f1(image, numOptions, options, optionValues)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleLoadDataEx')
+            return _v
+
+        return cuModuleLoadDataEx
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7788,12 +10432,12 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if image.__class__ is not int: image, _k1 = _address(image)
-        elif _chk: _check('p', image, 'image')
-        if _chk: _check('I', numOptions, 'numOptions')
+        elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
+        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k3 = _address(options)
-        elif _chk: _check('p', options, 'options')
+        elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
-        elif _chk: _check('p', optionValues, 'optionValues')
+        elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7807,6 +10451,27 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
 
 
 def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
+    _fast = _b.fast1('cuModuleLoadFatBinary', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuModuleLoadFatBinary(fatCubin):
+            """cuModuleLoadFatBinary(fatCubin) -> module (CUmodule)
+
+            Calls the driver's cuModuleLoadFatBinary (ABI version 2000): CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if fatCubin.__class__ is not int: fatCubin, _k1 = _address(fatCubin)
+            elif _chk and not 0 <= fatCubin <= 18446744073709551615: _check('p', fatCubin, 'fatCubin')
+            _v = _f1(fatCubin)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuModuleLoadFatBinary')
+            return _v
+
+        return cuModuleLoadFatBinary
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7817,7 +10482,7 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if fatCubin.__class__ is not int: fatCubin, _k1 = _address(fatCubin)
-        elif _chk: _check('p', fatCubin, 'fatCubin')
+        elif _chk and not 0 <= fatCubin <= 18446744073709551615: _check('p', fatCubin, 'fatCubin')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7839,7 +10504,7 @@ def _mk_cuModuleUnload(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hmod.__class__ is not int: hmod, _k0 = _address(hmod)
-        elif _chk: _check('p', hmod, 'hmod')
+        elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
         _rc = _fn(hmod)
         if _rc:
             _raise(_rc, 'cuModuleUnload')
@@ -7855,8 +10520,8 @@ def _mk_cuMulticastAddDevice(_fn, _b, _chk):
         Calls the driver's cuMulticastAddDevice (ABI version 12010): CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', mcHandle, 'mcHandle')
-        if _chk: _check('i', dev, 'dev')
+        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
         _rc = _fn(mcHandle, dev)
         if _rc:
             _raise(_rc, 'cuMulticastAddDevice')
@@ -7872,12 +10537,12 @@ def _mk_cuMulticastBindAddr(_fn, _b, _chk):
         Calls the driver's cuMulticastBindAddr (ABI version 12010): CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr, size_t size, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', mcHandle, 'mcHandle')
-        if _chk: _check('z', mcOffset, 'mcOffset')
+        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (mcOffset.__class__ is not int or not 0 <= mcOffset <= 18446744073709551615): _check('z', mcOffset, 'mcOffset')
         if memptr.__class__ is not int: memptr, _k2 = _address(memptr)
-        elif _chk: _check('Q', memptr, 'memptr')
-        if _chk: _check('z', size, 'size')
-        if _chk: _check('Q', flags, 'flags')
+        elif _chk and not 0 <= memptr <= 18446744073709551615: _check('Q', memptr, 'memptr')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         _rc = _fn(mcHandle, mcOffset, memptr, size, flags)
         if _rc:
             _raise(_rc, 'cuMulticastBindAddr')
@@ -7893,12 +10558,12 @@ def _mk_cuMulticastBindMem(_fn, _b, _chk):
         Calls the driver's cuMulticastBindMem (ABI version 12010): CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', mcHandle, 'mcHandle')
-        if _chk: _check('z', mcOffset, 'mcOffset')
-        if _chk: _check('Q', memHandle, 'memHandle')
-        if _chk: _check('z', memOffset, 'memOffset')
-        if _chk: _check('z', size, 'size')
-        if _chk: _check('Q', flags, 'flags')
+        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (mcOffset.__class__ is not int or not 0 <= mcOffset <= 18446744073709551615): _check('z', mcOffset, 'mcOffset')
+        if _chk and (memHandle.__class__ is not int or not 0 <= memHandle <= 18446744073709551615): _check('Q', memHandle, 'memHandle')
+        if _chk and (memOffset.__class__ is not int or not 0 <= memOffset <= 18446744073709551615): _check('z', memOffset, 'memOffset')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
         _rc = _fn(mcHandle, mcOffset, memHandle, memOffset, size, flags)
         if _rc:
             _raise(_rc, 'cuMulticastBindMem')
@@ -7907,6 +10572,27 @@ def _mk_cuMulticastBindMem(_fn, _b, _chk):
 
 
 def _mk_cuMulticastCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuMulticastCreate', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMulticastCreate(prop):
+            """cuMulticastCreate(prop) -> mcHandle (CUmemGenericAllocationHandle)
+
+            Calls the driver's cuMulticastCreate (ABI version 12010): CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if prop.__class__ is not int: prop, _k1 = _address(prop)
+            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+            _v = _f1(prop)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMulticastCreate')
+            return _v
+
+        return cuMulticastCreate
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7917,7 +10603,7 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
-        elif _chk: _check('p', prop, 'prop')
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7931,6 +10617,28 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
 
 
 def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
+    _fast = _b.fast1('cuMulticastGetGranularity', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuMulticastGetGranularity(prop, option):
+            """cuMulticastGetGranularity(prop, option) -> granularity (size_t)
+
+            Calls the driver's cuMulticastGetGranularity (ABI version 12010): CUresult cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop, CUmulticastGranularity_flags option).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if prop.__class__ is not int: prop, _k1 = _address(prop)
+            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+            if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
+            _v = _f1(prop, option)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuMulticastGetGranularity')
+            return _v
+
+        return cuMulticastGetGranularity
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -7941,8 +10649,8 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
-        elif _chk: _check('p', prop, 'prop')
-        if _chk: _check('I', option, 'option')
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7963,10 +10671,10 @@ def _mk_cuMulticastUnbind(_fn, _b, _chk):
         Calls the driver's cuMulticastUnbind (ABI version 12010): CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', mcHandle, 'mcHandle')
-        if _chk: _check('i', dev, 'dev')
-        if _chk: _check('z', mcOffset, 'mcOffset')
-        if _chk: _check('z', size, 'size')
+        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and (mcOffset.__class__ is not int or not 0 <= mcOffset <= 18446744073709551615): _check('z', mcOffset, 'mcOffset')
+        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
         _rc = _fn(mcHandle, dev, mcOffset, size)
         if _rc:
             _raise(_rc, 'cuMulticastUnbind')
@@ -7975,6 +10683,29 @@ def _mk_cuMulticastUnbind(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
+    _fast = _b.fast1('cuOccupancyAvailableDynamicSMemPerBlock', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuOccupancyAvailableDynamicSMemPerBlock(func, numBlocks, blockSize):
+            """cuOccupancyAvailableDynamicSMemPerBlock(func, numBlocks, blockSize) -> dynamicSmemSize (size_t)
+
+            Calls the driver's cuOccupancyAvailableDynamicSMemPerBlock (ABI version 10020): CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if func.__class__ is not int: func, _k1 = _address(func)
+            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+            if _chk and (numBlocks.__class__ is not int or not -2147483648 <= numBlocks <= 2147483647): _check('i', numBlocks, 'numBlocks')
+            if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+            _v = _f1(func, numBlocks, blockSize)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuOccupancyAvailableDynamicSMemPerBlock')
+            return _v
+
+        return cuOccupancyAvailableDynamicSMemPerBlock
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -7985,9 +10716,9 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k1 = _address(func)
-        elif _chk: _check('p', func, 'func')
-        if _chk: _check('i', numBlocks, 'numBlocks')
-        if _chk: _check('i', blockSize, 'blockSize')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+        if _chk and (numBlocks.__class__ is not int or not -2147483648 <= numBlocks <= 2147483647): _check('i', numBlocks, 'numBlocks')
+        if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8001,6 +10732,29 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
+    _fast = _b.fast1('cuOccupancyMaxActiveBlocksPerMultiprocessor', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuOccupancyMaxActiveBlocksPerMultiprocessor(func, blockSize, dynamicSMemSize):
+            """cuOccupancyMaxActiveBlocksPerMultiprocessor(func, blockSize, dynamicSMemSize) -> numBlocks (int)
+
+            Calls the driver's cuOccupancyMaxActiveBlocksPerMultiprocessor (ABI version 6050): CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if func.__class__ is not int: func, _k1 = _address(func)
+            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+            if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+            if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+            _v = _f1(func, blockSize, dynamicSMemSize)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessor')
+            return _v
+
+        return cuOccupancyMaxActiveBlocksPerMultiprocessor
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -8011,9 +10765,9 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k1 = _address(func)
-        elif _chk: _check('p', func, 'func')
-        if _chk: _check('i', blockSize, 'blockSize')
-        if _chk: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+        if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8027,6 +10781,30 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
+    _fast = _b.fast1('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, flags):
+            """cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, flags) -> numBlocks (int)
+
+            Calls the driver's cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags (ABI version 7000): CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if func.__class__ is not int: func, _k1 = _address(func)
+            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+            if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+            if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(func, blockSize, dynamicSMemSize, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
+            return _v
+
+        return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -8037,10 +10815,10 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k1 = _address(func)
-        elif _chk: _check('p', func, 'func')
-        if _chk: _check('i', blockSize, 'blockSize')
-        if _chk: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+        if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8054,6 +10832,29 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
+    _fast = _b.fast1('cuOccupancyMaxActiveClusters', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuOccupancyMaxActiveClusters(func, config):
+            """cuOccupancyMaxActiveClusters(func, config) -> numClusters (int)
+
+            Calls the driver's cuOccupancyMaxActiveClusters (ABI version 11070): CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if func.__class__ is not int: func, _k1 = _address(func)
+            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+            if config.__class__ is not int: config, _k2 = _address(config)
+            elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
+            _v = _f1(func, config)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuOccupancyMaxActiveClusters')
+            return _v
+
+        return cuOccupancyMaxActiveClusters
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -8064,9 +10865,9 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k1 = _address(func)
-        elif _chk: _check('p', func, 'func')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if config.__class__ is not int: config, _k2 = _address(config)
-        elif _chk: _check('p', config, 'config')
+        elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8092,11 +10893,11 @@ def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k2 = _address(func)
-        elif _chk: _check('p', func, 'func')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if blockSizeToDynamicSMemSize.__class__ is not int: blockSizeToDynamicSMemSize, _k3 = _address(blockSizeToDynamicSMemSize)
-        elif _chk: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
-        if _chk: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk: _check('i', blockSizeLimit, 'blockSizeLimit')
+        elif _chk and not 0 <= blockSizeToDynamicSMemSize <= 18446744073709551615: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
+        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (blockSizeLimit.__class__ is not int or not -2147483648 <= blockSizeLimit <= 2147483647): _check('i', blockSizeLimit, 'blockSizeLimit')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -8123,12 +10924,12 @@ def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k2 = _address(func)
-        elif _chk: _check('p', func, 'func')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if blockSizeToDynamicSMemSize.__class__ is not int: blockSizeToDynamicSMemSize, _k3 = _address(blockSizeToDynamicSMemSize)
-        elif _chk: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
-        if _chk: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk: _check('i', blockSizeLimit, 'blockSizeLimit')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= blockSizeToDynamicSMemSize <= 18446744073709551615: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
+        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (blockSizeLimit.__class__ is not int or not -2147483648 <= blockSizeLimit <= 2147483647): _check('i', blockSizeLimit, 'blockSizeLimit')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -8143,6 +10944,29 @@ def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
+    _fast = _b.fast1('cuOccupancyMaxPotentialClusterSize', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuOccupancyMaxPotentialClusterSize(func, config):
+            """cuOccupancyMaxPotentialClusterSize(func, config) -> clusterSize (int)
+
+            Calls the driver's cuOccupancyMaxPotentialClusterSize (ABI version 11070): CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if func.__class__ is not int: func, _k1 = _address(func)
+            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+            if config.__class__ is not int: config, _k2 = _address(config)
+            elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
+            _v = _f1(func, config)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuOccupancyMaxPotentialClusterSize')
+            return _v
+
+        return cuOccupancyMaxPotentialClusterSize
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -8153,9 +10977,9 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if func.__class__ is not int: func, _k1 = _address(func)
-        elif _chk: _check('p', func, 'func')
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if config.__class__ is not int: config, _k2 = _address(config)
-        elif _chk: _check('p', config, 'config')
+        elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8177,8 +11001,8 @@ def _mk_cuParamSetSize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('I', numbytes, 'numbytes')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (numbytes.__class__ is not int or not 0 <= numbytes <= 4294967295): _check('I', numbytes, 'numbytes')
         _rc = _fn(hfunc, numbytes)
         if _rc:
             _raise(_rc, 'cuParamSetSize')
@@ -8195,10 +11019,10 @@ def _mk_cuParamSetTexRef(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('i', texunit, 'texunit')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (texunit.__class__ is not int or not -2147483648 <= texunit <= 2147483647): _check('i', texunit, 'texunit')
         if hTexRef.__class__ is not int: hTexRef, _k2 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         _rc = _fn(hfunc, texunit, hTexRef)
         if _rc:
             _raise(_rc, 'cuParamSetTexRef')
@@ -8215,8 +11039,8 @@ def _mk_cuParamSetf(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('i', offset, 'offset')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (offset.__class__ is not int or not -2147483648 <= offset <= 2147483647): _check('i', offset, 'offset')
         if _chk: _check('f', value, 'value')
         _rc = _fn(hfunc, offset, value)
         if _rc:
@@ -8234,9 +11058,9 @@ def _mk_cuParamSeti(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('i', offset, 'offset')
-        if _chk: _check('I', value, 'value')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (offset.__class__ is not int or not -2147483648 <= offset <= 2147483647): _check('i', offset, 'offset')
+        if _chk and (value.__class__ is not int or not 0 <= value <= 4294967295): _check('I', value, 'value')
         _rc = _fn(hfunc, offset, value)
         if _rc:
             _raise(_rc, 'cuParamSeti')
@@ -8253,11 +11077,11 @@ def _mk_cuParamSetv(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
-        elif _chk: _check('p', hfunc, 'hfunc')
-        if _chk: _check('i', offset, 'offset')
+        elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
+        if _chk and (offset.__class__ is not int or not -2147483648 <= offset <= 2147483647): _check('i', offset, 'offset')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
-        elif _chk: _check('p', ptr, 'ptr')
-        if _chk: _check('I', numbytes, 'numbytes')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
+        if _chk and (numbytes.__class__ is not int or not 0 <= numbytes <= 4294967295): _check('I', numbytes, 'numbytes')
         _rc = _fn(hfunc, offset, ptr, numbytes)
         if _rc:
             _raise(_rc, 'cuParamSetv')
@@ -8274,10 +11098,10 @@ def _mk_cuPointerGetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if data.__class__ is not int: data, _k0 = _address(data)
-        elif _chk: _check('p', data, 'data')
-        if _chk: _check('I', attribute, 'attribute')
+        elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
+        if _chk and (attribute.__class__ is not int or not 0 <= attribute <= 4294967295): _check('I', attribute, 'attribute')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         _rc = _fn(data, attribute, ptr)
         if _rc:
             _raise(_rc, 'cuPointerGetAttribute')
@@ -8293,13 +11117,13 @@ def _mk_cuPointerGetAttributes(_fn, _b, _chk):
         Calls the driver's cuPointerGetAttributes (ABI version 7000): CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', numAttributes, 'numAttributes')
+        if _chk and (numAttributes.__class__ is not int or not 0 <= numAttributes <= 4294967295): _check('I', numAttributes, 'numAttributes')
         if attributes.__class__ is not int: attributes, _k1 = _address(attributes)
-        elif _chk: _check('p', attributes, 'attributes')
+        elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
         if data.__class__ is not int: data, _k2 = _address(data)
-        elif _chk: _check('p', data, 'data')
+        elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
         if ptr.__class__ is not int: ptr, _k3 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         _rc = _fn(numAttributes, attributes, data, ptr)
         if _rc:
             _raise(_rc, 'cuPointerGetAttributes')
@@ -8316,10 +11140,10 @@ def _mk_cuPointerSetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if value.__class__ is not int: value, _k0 = _address(value)
-        elif _chk: _check('p', value, 'value')
-        if _chk: _check('I', attribute, 'attribute')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
+        if _chk and (attribute.__class__ is not int or not 0 <= attribute <= 4294967295): _check('I', attribute, 'attribute')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
-        elif _chk: _check('Q', ptr, 'ptr')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         _rc = _fn(value, attribute, ptr)
         if _rc:
             _raise(_rc, 'cuPointerSetAttribute')
@@ -8336,10 +11160,10 @@ def _mk_cuProfilerInitialize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if configFile.__class__ is not int: configFile, _k0 = _cstring(configFile)
-        elif _chk: _check('p', configFile, 'configFile')
+        elif _chk and not 0 <= configFile <= 18446744073709551615: _check('p', configFile, 'configFile')
         if outputFile.__class__ is not int: outputFile, _k1 = _cstring(outputFile)
-        elif _chk: _check('p', outputFile, 'outputFile')
-        if _chk: _check('I', outputMode, 'outputMode')
+        elif _chk and not 0 <= outputFile <= 18446744073709551615: _check('p', outputFile, 'outputFile')
+        if _chk and (outputMode.__class__ is not int or not 0 <= outputMode <= 4294967295): _check('I', outputMode, 'outputMode')
         _rc = _fn(configFile, outputFile, outputMode)
         if _rc:
             _raise(_rc, 'cuProfilerInitialize')
@@ -8386,12 +11210,12 @@ def _mk_cuSignalExternalSemaphoresAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if extSemArray.__class__ is not int: extSemArray, _k0 = _address(extSemArray)
-        elif _chk: _check('p', extSemArray, 'extSemArray')
+        elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
-        elif _chk: _check('p', paramsArray, 'paramsArray')
-        if _chk: _check('I', numExtSems, 'numExtSems')
+        elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
+        if _chk and (numExtSems.__class__ is not int or not 0 <= numExtSems <= 4294967295): _check('I', numExtSems, 'numExtSems')
         if stream.__class__ is not int: stream, _k3 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         _rc = _fn(extSemArray, paramsArray, numExtSems, stream)
         if _rc:
             _raise(_rc, 'cuSignalExternalSemaphoresAsync')
@@ -8408,12 +11232,12 @@ def _mk_cuStreamAddCallback(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if callback.__class__ is not int: callback, _k1 = _address(callback)
-        elif _chk: _check('p', callback, 'callback')
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
-        elif _chk: _check('p', userData, 'userData')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(hStream, callback, userData, flags)
         if _rc:
             _raise(_rc, 'cuStreamAddCallback')
@@ -8430,11 +11254,11 @@ def _mk_cuStreamAttachMemAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
-        if _chk: _check('z', length, 'length')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
+        if _chk and (length.__class__ is not int or not 0 <= length <= 18446744073709551615): _check('z', length, 'length')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(hStream, dptr, length, flags)
         if _rc:
             _raise(_rc, 'cuStreamAttachMemAsync')
@@ -8451,11 +11275,11 @@ def _mk_cuStreamBatchMemOp(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
-        if _chk: _check('I', count, 'count')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         if paramArray.__class__ is not int: paramArray, _k2 = _address(paramArray)
-        elif _chk: _check('p', paramArray, 'paramArray')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= paramArray <= 18446744073709551615: _check('p', paramArray, 'paramArray')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(stream, count, paramArray, flags)
         if _rc:
             _raise(_rc, 'cuStreamBatchMemOp')
@@ -8472,8 +11296,8 @@ def _mk_cuStreamBeginCapture(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
-        if _chk: _check('I', mode, 'mode')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if _chk and (mode.__class__ is not int or not 0 <= mode <= 4294967295): _check('I', mode, 'mode')
         _rc = _fn(hStream, mode)
         if _rc:
             _raise(_rc, 'cuStreamBeginCapture')
@@ -8490,15 +11314,15 @@ def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-        elif _chk: _check('p', hGraph, 'hGraph')
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
-        elif _chk: _check('p', dependencyData, 'dependencyData')
-        if _chk: _check('z', numDependencies, 'numDependencies')
-        if _chk: _check('I', mode, 'mode')
+        elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and (mode.__class__ is not int or not 0 <= mode <= 4294967295): _check('I', mode, 'mode')
         _rc = _fn(hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
         if _rc:
             _raise(_rc, 'cuStreamBeginCaptureToGraph')
@@ -8515,9 +11339,9 @@ def _mk_cuStreamCopyAttributes(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if dst.__class__ is not int: dst, _k0 = _address(dst)
-        elif _chk: _check('p', dst, 'dst')
+        elif _chk and not 0 <= dst <= 18446744073709551615: _check('p', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
-        elif _chk: _check('p', src, 'src')
+        elif _chk and not 0 <= src <= 18446744073709551615: _check('p', src, 'src')
         _rc = _fn(dst, src)
         if _rc:
             _raise(_rc, 'cuStreamCopyAttributes')
@@ -8526,6 +11350,26 @@ def _mk_cuStreamCopyAttributes(_fn, _b, _chk):
 
 
 def _mk_cuStreamCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamCreate(Flags):
+            """cuStreamCreate(Flags) -> phStream (CUstream)
+
+            Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            _v = _f1(Flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamCreate')
+            return _v
+
+        return cuStreamCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8535,7 +11379,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
         Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', Flags, 'Flags')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8549,6 +11393,27 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
 
 
 def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamCreateWithPriority', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamCreateWithPriority(flags, priority):
+            """cuStreamCreateWithPriority(flags, priority) -> phStream (CUstream)
+
+            Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
+            _v = _f1(flags, priority)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamCreateWithPriority')
+            return _v
+
+        return cuStreamCreateWithPriority
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8558,8 +11423,8 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
         Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('I', flags, 'flags')
-        if _chk: _check('i', priority, 'priority')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8581,7 +11446,7 @@ def _mk_cuStreamDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(hStream)
         if _rc:
             _raise(_rc, 'cuStreamDestroy')
@@ -8590,6 +11455,27 @@ def _mk_cuStreamDestroy(_fn, _b, _chk):
 
 
 def _mk_cuStreamEndCapture(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamEndCapture', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamEndCapture(hStream):
+            """cuStreamEndCapture(hStream) -> phGraph (CUgraph)
+
+            Calls the driver's cuStreamEndCapture (ABI version 10000): CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamEndCapture')
+            return _v
+
+        return cuStreamEndCapture
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8600,7 +11486,7 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8622,10 +11508,10 @@ def _mk_cuStreamGetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
-        if _chk: _check('I', attr, 'attr')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value_out.__class__ is not int: value_out, _k2 = _address(value_out)
-        elif _chk: _check('p', value_out, 'value_out')
+        elif _chk and not 0 <= value_out <= 18446744073709551615: _check('p', value_out, 'value_out')
         _rc = _fn(hStream, attr, value_out)
         if _rc:
             _raise(_rc, 'cuStreamGetAttribute')
@@ -8650,7 +11536,7 @@ def _mk_cuStreamGetCaptureInfo(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0, _o1, _o2, _o3, _o4, _o5 = _tls.o
         except AttributeError:
@@ -8665,6 +11551,27 @@ def _mk_cuStreamGetCaptureInfo(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetCtx(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamGetCtx', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamGetCtx(hStream):
+            """cuStreamGetCtx(hStream) -> pctx (CUcontext)
+
+            Calls the driver's cuStreamGetCtx (ABI version 9020): CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamGetCtx')
+            return _v
+
+        return cuStreamGetCtx
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8675,7 +11582,7 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8701,7 +11608,7 @@ def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -8716,6 +11623,27 @@ def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetDevice(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamGetDevice', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamGetDevice(hStream):
+            """cuStreamGetDevice(hStream) -> device (CUdevice)
+
+            Calls the driver's cuStreamGetDevice (ABI version 12080): CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamGetDevice')
+            return _v
+
+        return cuStreamGetDevice
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -8726,7 +11654,7 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8740,6 +11668,27 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetFlags(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamGetFlags', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamGetFlags(hStream):
+            """cuStreamGetFlags(hStream) -> flags (unsigned int)
+
+            Calls the driver's cuStreamGetFlags (ABI version 5050): CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamGetFlags')
+            return _v
+
+        return cuStreamGetFlags
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -8750,7 +11699,7 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8764,6 +11713,27 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamGetGreenCtx', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamGetGreenCtx(hStream):
+            """cuStreamGetGreenCtx(hStream) -> phCtx (CUgreenCtx)
+
+            Calls the driver's cuStreamGetGreenCtx (ABI version 12040): CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamGetGreenCtx')
+            return _v
+
+        return cuStreamGetGreenCtx
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8774,7 +11744,7 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8788,6 +11758,27 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetId(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamGetId', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamGetId(hStream):
+            """cuStreamGetId(hStream) -> streamId (unsigned long long)
+
+            Calls the driver's cuStreamGetId (ABI version 12000): CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamGetId')
+            return _v
+
+        return cuStreamGetId
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -8798,7 +11789,7 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8812,6 +11803,27 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetPriority(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamGetPriority', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamGetPriority(hStream):
+            """cuStreamGetPriority(hStream) -> priority (int)
+
+            Calls the driver's cuStreamGetPriority (ABI version 5050): CUresult cuStreamGetPriority(CUstream hStream, int *priority).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamGetPriority')
+            return _v
+
+        return cuStreamGetPriority
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -8822,7 +11834,7 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8836,6 +11848,27 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
 
 
 def _mk_cuStreamIsCapturing(_fn, _b, _chk):
+    _fast = _b.fast1('cuStreamIsCapturing', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuStreamIsCapturing(hStream):
+            """cuStreamIsCapturing(hStream) -> captureStatus (CUstreamCaptureStatus)
+
+            Calls the driver's cuStreamIsCapturing (ABI version 10000): CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+            _v = _f1(hStream)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuStreamIsCapturing')
+            return _v
+
+        return cuStreamIsCapturing
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -8846,7 +11879,7 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8868,7 +11901,7 @@ def _mk_cuStreamQuery(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(hStream)
         if _rc:
             _raise(_rc, 'cuStreamQuery')
@@ -8885,10 +11918,10 @@ def _mk_cuStreamSetAttribute(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
-        if _chk: _check('I', attr, 'attr')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
-        elif _chk: _check('p', value, 'value')
+        elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         _rc = _fn(hStream, attr, value)
         if _rc:
             _raise(_rc, 'cuStreamSetAttribute')
@@ -8905,7 +11938,7 @@ def _mk_cuStreamSynchronize(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         _rc = _fn(hStream)
         if _rc:
             _raise(_rc, 'cuStreamSynchronize')
@@ -8922,13 +11955,13 @@ def _mk_cuStreamUpdateCaptureDependencies(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if dependencies.__class__ is not int: dependencies, _k1 = _address(dependencies)
-        elif _chk: _check('p', dependencies, 'dependencies')
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k2 = _address(dependencyData)
-        elif _chk: _check('p', dependencyData, 'dependencyData')
-        if _chk: _check('z', numDependencies, 'numDependencies')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
+        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(hStream, dependencies, dependencyData, numDependencies, flags)
         if _rc:
             _raise(_rc, 'cuStreamUpdateCaptureDependencies')
@@ -8945,10 +11978,10 @@ def _mk_cuStreamWaitEvent(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-        elif _chk: _check('p', hStream, 'hStream')
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
-        elif _chk: _check('p', hEvent, 'hEvent')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(hStream, hEvent, Flags)
         if _rc:
             _raise(_rc, 'cuStreamWaitEvent')
@@ -8965,11 +11998,11 @@ def _mk_cuStreamWaitValue32(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
-        elif _chk: _check('Q', addr, 'addr')
-        if _chk: _check('I', value, 'value')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
+        if _chk and (value.__class__ is not int or not 0 <= value <= 4294967295): _check('I', value, 'value')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
         if _rc:
             _raise(_rc, 'cuStreamWaitValue32')
@@ -8986,11 +12019,11 @@ def _mk_cuStreamWaitValue64(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
-        elif _chk: _check('Q', addr, 'addr')
-        if _chk: _check('Q', value, 'value')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
+        if _chk and (value.__class__ is not int or not 0 <= value <= 18446744073709551615): _check('Q', value, 'value')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
         if _rc:
             _raise(_rc, 'cuStreamWaitValue64')
@@ -9007,11 +12040,11 @@ def _mk_cuStreamWriteValue32(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
-        elif _chk: _check('Q', addr, 'addr')
-        if _chk: _check('I', value, 'value')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
+        if _chk and (value.__class__ is not int or not 0 <= value <= 4294967295): _check('I', value, 'value')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
         if _rc:
             _raise(_rc, 'cuStreamWriteValue32')
@@ -9028,11 +12061,11 @@ def _mk_cuStreamWriteValue64(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
-        elif _chk: _check('Q', addr, 'addr')
-        if _chk: _check('Q', value, 'value')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
+        if _chk and (value.__class__ is not int or not 0 <= value <= 18446744073709551615): _check('Q', value, 'value')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         _rc = _fn(stream, addr, value, flags)
         if _rc:
             _raise(_rc, 'cuStreamWriteValue64')
@@ -9041,6 +12074,27 @@ def _mk_cuStreamWriteValue64(_fn, _b, _chk):
 
 
 def _mk_cuSurfObjectCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuSurfObjectCreate', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuSurfObjectCreate(pResDesc):
+            """cuSurfObjectCreate(pResDesc) -> pSurfObject (CUsurfObject)
+
+            Calls the driver's cuSurfObjectCreate (ABI version 5000): CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pResDesc.__class__ is not int: pResDesc, _k1 = _address(pResDesc)
+            elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
+            _v = _f1(pResDesc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuSurfObjectCreate')
+            return _v
+
+        return cuSurfObjectCreate
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -9051,7 +12105,7 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pResDesc.__class__ is not int: pResDesc, _k1 = _address(pResDesc)
-        elif _chk: _check('p', pResDesc, 'pResDesc')
+        elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9072,7 +12126,7 @@ def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
         Calls the driver's cuSurfObjectDestroy (ABI version 5000): CUresult cuSurfObjectDestroy(CUsurfObject surfObject).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', surfObject, 'surfObject')
+        if _chk and (surfObject.__class__ is not int or not 0 <= surfObject <= 18446744073709551615): _check('Q', surfObject, 'surfObject')
         _rc = _fn(surfObject)
         if _rc:
             _raise(_rc, 'cuSurfObjectDestroy')
@@ -9089,8 +12143,8 @@ def _mk_cuSurfObjectGetResourceDesc(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pResDesc.__class__ is not int: pResDesc, _k0 = _address(pResDesc)
-        elif _chk: _check('p', pResDesc, 'pResDesc')
-        if _chk: _check('Q', surfObject, 'surfObject')
+        elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
+        if _chk and (surfObject.__class__ is not int or not 0 <= surfObject <= 18446744073709551615): _check('Q', surfObject, 'surfObject')
         _rc = _fn(pResDesc, surfObject)
         if _rc:
             _raise(_rc, 'cuSurfObjectGetResourceDesc')
@@ -9099,6 +12153,27 @@ def _mk_cuSurfObjectGetResourceDesc(_fn, _b, _chk):
 
 
 def _mk_cuSurfRefGetArray(_fn, _b, _chk):
+    _fast = _b.fast1('cuSurfRefGetArray', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuSurfRefGetArray(hSurfRef):
+            """cuSurfRefGetArray(hSurfRef) -> phArray (CUarray)
+
+            Calls the driver's cuSurfRefGetArray (ABI version 3000): CUresult cuSurfRefGetArray(CUarray *phArray, CUsurfref hSurfRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hSurfRef.__class__ is not int: hSurfRef, _k1 = _address(hSurfRef)
+            elif _chk and not 0 <= hSurfRef <= 18446744073709551615: _check('p', hSurfRef, 'hSurfRef')
+            _v = _f1(hSurfRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuSurfRefGetArray')
+            return _v
+
+        return cuSurfRefGetArray
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9109,7 +12184,7 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hSurfRef.__class__ is not int: hSurfRef, _k1 = _address(hSurfRef)
-        elif _chk: _check('p', hSurfRef, 'hSurfRef')
+        elif _chk and not 0 <= hSurfRef <= 18446744073709551615: _check('p', hSurfRef, 'hSurfRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9131,10 +12206,10 @@ def _mk_cuSurfRefSetArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hSurfRef.__class__ is not int: hSurfRef, _k0 = _address(hSurfRef)
-        elif _chk: _check('p', hSurfRef, 'hSurfRef')
+        elif _chk and not 0 <= hSurfRef <= 18446744073709551615: _check('p', hSurfRef, 'hSurfRef')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
-        elif _chk: _check('p', hArray, 'hArray')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(hSurfRef, hArray, Flags)
         if _rc:
             _raise(_rc, 'cuSurfRefSetArray')
@@ -9151,27 +12226,27 @@ def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
-        elif _chk: _check('p', tensorMap, 'tensorMap')
-        if _chk: _check('I', tensorDataType, 'tensorDataType')
-        if _chk: _check('I', tensorRank, 'tensorRank')
+        elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
+        if _chk and (tensorDataType.__class__ is not int or not 0 <= tensorDataType <= 4294967295): _check('I', tensorDataType, 'tensorDataType')
+        if _chk and (tensorRank.__class__ is not int or not 0 <= tensorRank <= 4294967295): _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
-        elif _chk: _check('p', globalAddress, 'globalAddress')
+        elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
-        elif _chk: _check('p', globalDim, 'globalDim')
+        elif _chk and not 0 <= globalDim <= 18446744073709551615: _check('p', globalDim, 'globalDim')
         if globalStrides.__class__ is not int: globalStrides, _k5 = _address(globalStrides)
-        elif _chk: _check('p', globalStrides, 'globalStrides')
+        elif _chk and not 0 <= globalStrides <= 18446744073709551615: _check('p', globalStrides, 'globalStrides')
         if pixelBoxLowerCorner.__class__ is not int: pixelBoxLowerCorner, _k6 = _address(pixelBoxLowerCorner)
-        elif _chk: _check('p', pixelBoxLowerCorner, 'pixelBoxLowerCorner')
+        elif _chk and not 0 <= pixelBoxLowerCorner <= 18446744073709551615: _check('p', pixelBoxLowerCorner, 'pixelBoxLowerCorner')
         if pixelBoxUpperCorner.__class__ is not int: pixelBoxUpperCorner, _k7 = _address(pixelBoxUpperCorner)
-        elif _chk: _check('p', pixelBoxUpperCorner, 'pixelBoxUpperCorner')
-        if _chk: _check('I', channelsPerPixel, 'channelsPerPixel')
-        if _chk: _check('I', pixelsPerColumn, 'pixelsPerColumn')
+        elif _chk and not 0 <= pixelBoxUpperCorner <= 18446744073709551615: _check('p', pixelBoxUpperCorner, 'pixelBoxUpperCorner')
+        if _chk and (channelsPerPixel.__class__ is not int or not 0 <= channelsPerPixel <= 4294967295): _check('I', channelsPerPixel, 'channelsPerPixel')
+        if _chk and (pixelsPerColumn.__class__ is not int or not 0 <= pixelsPerColumn <= 4294967295): _check('I', pixelsPerColumn, 'pixelsPerColumn')
         if elementStrides.__class__ is not int: elementStrides, _k10 = _address(elementStrides)
-        elif _chk: _check('p', elementStrides, 'elementStrides')
-        if _chk: _check('I', interleave, 'interleave')
-        if _chk: _check('I', swizzle, 'swizzle')
-        if _chk: _check('I', l2Promotion, 'l2Promotion')
-        if _chk: _check('I', oobFill, 'oobFill')
+        elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
+        if _chk and (interleave.__class__ is not int or not 0 <= interleave <= 4294967295): _check('I', interleave, 'interleave')
+        if _chk and (swizzle.__class__ is not int or not 0 <= swizzle <= 4294967295): _check('I', swizzle, 'swizzle')
+        if _chk and (l2Promotion.__class__ is not int or not 0 <= l2Promotion <= 4294967295): _check('I', l2Promotion, 'l2Promotion')
+        if _chk and (oobFill.__class__ is not int or not 0 <= oobFill <= 4294967295): _check('I', oobFill, 'oobFill')
         _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill)
         if _rc:
             _raise(_rc, 'cuTensorMapEncodeIm2col')
@@ -9188,26 +12263,26 @@ def _mk_cuTensorMapEncodeIm2colWide(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
-        elif _chk: _check('p', tensorMap, 'tensorMap')
-        if _chk: _check('I', tensorDataType, 'tensorDataType')
-        if _chk: _check('I', tensorRank, 'tensorRank')
+        elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
+        if _chk and (tensorDataType.__class__ is not int or not 0 <= tensorDataType <= 4294967295): _check('I', tensorDataType, 'tensorDataType')
+        if _chk and (tensorRank.__class__ is not int or not 0 <= tensorRank <= 4294967295): _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
-        elif _chk: _check('p', globalAddress, 'globalAddress')
+        elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
-        elif _chk: _check('p', globalDim, 'globalDim')
+        elif _chk and not 0 <= globalDim <= 18446744073709551615: _check('p', globalDim, 'globalDim')
         if globalStrides.__class__ is not int: globalStrides, _k5 = _address(globalStrides)
-        elif _chk: _check('p', globalStrides, 'globalStrides')
-        if _chk: _check('i', pixelBoxLowerCornerWidth, 'pixelBoxLowerCornerWidth')
-        if _chk: _check('i', pixelBoxUpperCornerWidth, 'pixelBoxUpperCornerWidth')
-        if _chk: _check('I', channelsPerPixel, 'channelsPerPixel')
-        if _chk: _check('I', pixelsPerColumn, 'pixelsPerColumn')
+        elif _chk and not 0 <= globalStrides <= 18446744073709551615: _check('p', globalStrides, 'globalStrides')
+        if _chk and (pixelBoxLowerCornerWidth.__class__ is not int or not -2147483648 <= pixelBoxLowerCornerWidth <= 2147483647): _check('i', pixelBoxLowerCornerWidth, 'pixelBoxLowerCornerWidth')
+        if _chk and (pixelBoxUpperCornerWidth.__class__ is not int or not -2147483648 <= pixelBoxUpperCornerWidth <= 2147483647): _check('i', pixelBoxUpperCornerWidth, 'pixelBoxUpperCornerWidth')
+        if _chk and (channelsPerPixel.__class__ is not int or not 0 <= channelsPerPixel <= 4294967295): _check('I', channelsPerPixel, 'channelsPerPixel')
+        if _chk and (pixelsPerColumn.__class__ is not int or not 0 <= pixelsPerColumn <= 4294967295): _check('I', pixelsPerColumn, 'pixelsPerColumn')
         if elementStrides.__class__ is not int: elementStrides, _k10 = _address(elementStrides)
-        elif _chk: _check('p', elementStrides, 'elementStrides')
-        if _chk: _check('I', interleave, 'interleave')
-        if _chk: _check('I', mode, 'mode')
-        if _chk: _check('I', swizzle, 'swizzle')
-        if _chk: _check('I', l2Promotion, 'l2Promotion')
-        if _chk: _check('I', oobFill, 'oobFill')
+        elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
+        if _chk and (interleave.__class__ is not int or not 0 <= interleave <= 4294967295): _check('I', interleave, 'interleave')
+        if _chk and (mode.__class__ is not int or not 0 <= mode <= 4294967295): _check('I', mode, 'mode')
+        if _chk and (swizzle.__class__ is not int or not 0 <= swizzle <= 4294967295): _check('I', swizzle, 'swizzle')
+        if _chk and (l2Promotion.__class__ is not int or not 0 <= l2Promotion <= 4294967295): _check('I', l2Promotion, 'l2Promotion')
+        if _chk and (oobFill.__class__ is not int or not 0 <= oobFill <= 4294967295): _check('I', oobFill, 'oobFill')
         _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill)
         if _rc:
             _raise(_rc, 'cuTensorMapEncodeIm2colWide')
@@ -9224,23 +12299,23 @@ def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
-        elif _chk: _check('p', tensorMap, 'tensorMap')
-        if _chk: _check('I', tensorDataType, 'tensorDataType')
-        if _chk: _check('I', tensorRank, 'tensorRank')
+        elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
+        if _chk and (tensorDataType.__class__ is not int or not 0 <= tensorDataType <= 4294967295): _check('I', tensorDataType, 'tensorDataType')
+        if _chk and (tensorRank.__class__ is not int or not 0 <= tensorRank <= 4294967295): _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
-        elif _chk: _check('p', globalAddress, 'globalAddress')
+        elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
-        elif _chk: _check('p', globalDim, 'globalDim')
+        elif _chk and not 0 <= globalDim <= 18446744073709551615: _check('p', globalDim, 'globalDim')
         if globalStrides.__class__ is not int: globalStrides, _k5 = _address(globalStrides)
-        elif _chk: _check('p', globalStrides, 'globalStrides')
+        elif _chk and not 0 <= globalStrides <= 18446744073709551615: _check('p', globalStrides, 'globalStrides')
         if boxDim.__class__ is not int: boxDim, _k6 = _address(boxDim)
-        elif _chk: _check('p', boxDim, 'boxDim')
+        elif _chk and not 0 <= boxDim <= 18446744073709551615: _check('p', boxDim, 'boxDim')
         if elementStrides.__class__ is not int: elementStrides, _k7 = _address(elementStrides)
-        elif _chk: _check('p', elementStrides, 'elementStrides')
-        if _chk: _check('I', interleave, 'interleave')
-        if _chk: _check('I', swizzle, 'swizzle')
-        if _chk: _check('I', l2Promotion, 'l2Promotion')
-        if _chk: _check('I', oobFill, 'oobFill')
+        elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
+        if _chk and (interleave.__class__ is not int or not 0 <= interleave <= 4294967295): _check('I', interleave, 'interleave')
+        if _chk and (swizzle.__class__ is not int or not 0 <= swizzle <= 4294967295): _check('I', swizzle, 'swizzle')
+        if _chk and (l2Promotion.__class__ is not int or not 0 <= l2Promotion <= 4294967295): _check('I', l2Promotion, 'l2Promotion')
+        if _chk and (oobFill.__class__ is not int or not 0 <= oobFill <= 4294967295): _check('I', oobFill, 'oobFill')
         _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill)
         if _rc:
             _raise(_rc, 'cuTensorMapEncodeTiled')
@@ -9257,9 +12332,9 @@ def _mk_cuTensorMapReplaceAddress(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
-        elif _chk: _check('p', tensorMap, 'tensorMap')
+        elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
         if globalAddress.__class__ is not int: globalAddress, _k1 = _address(globalAddress)
-        elif _chk: _check('p', globalAddress, 'globalAddress')
+        elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         _rc = _fn(tensorMap, globalAddress)
         if _rc:
             _raise(_rc, 'cuTensorMapReplaceAddress')
@@ -9268,6 +12343,31 @@ def _mk_cuTensorMapReplaceAddress(_fn, _b, _chk):
 
 
 def _mk_cuTexObjectCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexObjectCreate', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexObjectCreate(pResDesc, pTexDesc, pResViewDesc):
+            """cuTexObjectCreate(pResDesc, pTexDesc, pResViewDesc) -> pTexObject (CUtexObject)
+
+            Calls the driver's cuTexObjectCreate (ABI version 5000): CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if pResDesc.__class__ is not int: pResDesc, _k1 = _address(pResDesc)
+            elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
+            if pTexDesc.__class__ is not int: pTexDesc, _k2 = _address(pTexDesc)
+            elif _chk and not 0 <= pTexDesc <= 18446744073709551615: _check('p', pTexDesc, 'pTexDesc')
+            if pResViewDesc.__class__ is not int: pResViewDesc, _k3 = _address(pResViewDesc)
+            elif _chk and not 0 <= pResViewDesc <= 18446744073709551615: _check('p', pResViewDesc, 'pResViewDesc')
+            _v = _f1(pResDesc, pTexDesc, pResViewDesc)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexObjectCreate')
+            return _v
+
+        return cuTexObjectCreate
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -9278,11 +12378,11 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pResDesc.__class__ is not int: pResDesc, _k1 = _address(pResDesc)
-        elif _chk: _check('p', pResDesc, 'pResDesc')
+        elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
         if pTexDesc.__class__ is not int: pTexDesc, _k2 = _address(pTexDesc)
-        elif _chk: _check('p', pTexDesc, 'pTexDesc')
+        elif _chk and not 0 <= pTexDesc <= 18446744073709551615: _check('p', pTexDesc, 'pTexDesc')
         if pResViewDesc.__class__ is not int: pResViewDesc, _k3 = _address(pResViewDesc)
-        elif _chk: _check('p', pResViewDesc, 'pResViewDesc')
+        elif _chk and not 0 <= pResViewDesc <= 18446744073709551615: _check('p', pResViewDesc, 'pResViewDesc')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9303,7 +12403,7 @@ def _mk_cuTexObjectDestroy(_fn, _b, _chk):
         Calls the driver's cuTexObjectDestroy (ABI version 5000): CUresult cuTexObjectDestroy(CUtexObject texObject).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk: _check('Q', texObject, 'texObject')
+        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
         _rc = _fn(texObject)
         if _rc:
             _raise(_rc, 'cuTexObjectDestroy')
@@ -9320,8 +12420,8 @@ def _mk_cuTexObjectGetResourceDesc(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pResDesc.__class__ is not int: pResDesc, _k0 = _address(pResDesc)
-        elif _chk: _check('p', pResDesc, 'pResDesc')
-        if _chk: _check('Q', texObject, 'texObject')
+        elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
+        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
         _rc = _fn(pResDesc, texObject)
         if _rc:
             _raise(_rc, 'cuTexObjectGetResourceDesc')
@@ -9338,8 +12438,8 @@ def _mk_cuTexObjectGetResourceViewDesc(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pResViewDesc.__class__ is not int: pResViewDesc, _k0 = _address(pResViewDesc)
-        elif _chk: _check('p', pResViewDesc, 'pResViewDesc')
-        if _chk: _check('Q', texObject, 'texObject')
+        elif _chk and not 0 <= pResViewDesc <= 18446744073709551615: _check('p', pResViewDesc, 'pResViewDesc')
+        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
         _rc = _fn(pResViewDesc, texObject)
         if _rc:
             _raise(_rc, 'cuTexObjectGetResourceViewDesc')
@@ -9356,8 +12456,8 @@ def _mk_cuTexObjectGetTextureDesc(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if pTexDesc.__class__ is not int: pTexDesc, _k0 = _address(pTexDesc)
-        elif _chk: _check('p', pTexDesc, 'pTexDesc')
-        if _chk: _check('Q', texObject, 'texObject')
+        elif _chk and not 0 <= pTexDesc <= 18446744073709551615: _check('p', pTexDesc, 'pTexDesc')
+        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
         _rc = _fn(pTexDesc, texObject)
         if _rc:
             _raise(_rc, 'cuTexObjectGetTextureDesc')
@@ -9366,6 +12466,25 @@ def _mk_cuTexObjectGetTextureDesc(_fn, _b, _chk):
 
 
 def _mk_cuTexRefCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefCreate():
+            """cuTexRefCreate() -> pTexRef (CUtexref)
+
+            Calls the driver's cuTexRefCreate (ABI version 2000): CUresult cuTexRefCreate(CUtexref *pTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefCreate')
+            return _v
+
+        return cuTexRefCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9396,7 +12515,7 @@ def _mk_cuTexRefDestroy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         _rc = _fn(hTexRef)
         if _rc:
             _raise(_rc, 'cuTexRefDestroy')
@@ -9405,6 +12524,27 @@ def _mk_cuTexRefDestroy(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetAddress(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetAddress', 'Q')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetAddress(hTexRef):
+            """cuTexRefGetAddress(hTexRef) -> pdptr (CUdeviceptr)
+
+            Calls the driver's cuTexRefGetAddress (ABI version 3020): CUresult cuTexRefGetAddress(CUdeviceptr *pdptr, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetAddress')
+            return _v
+
+        return cuTexRefGetAddress
+
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -9415,7 +12555,7 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9429,6 +12569,28 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetAddressMode', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetAddressMode(hTexRef, dim):
+            """cuTexRefGetAddressMode(hTexRef, dim) -> pam (CUaddress_mode)
+
+            Calls the driver's cuTexRefGetAddressMode (ABI version 2000): CUresult cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            if _chk and (dim.__class__ is not int or not -2147483648 <= dim <= 2147483647): _check('i', dim, 'dim')
+            _v = _f1(hTexRef, dim)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetAddressMode')
+            return _v
+
+        return cuTexRefGetAddressMode
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -9439,8 +12601,8 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('i', dim, 'dim')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (dim.__class__ is not int or not -2147483648 <= dim <= 2147483647): _check('i', dim, 'dim')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9454,6 +12616,27 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetArray(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetArray', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetArray(hTexRef):
+            """cuTexRefGetArray(hTexRef) -> phArray (CUarray)
+
+            Calls the driver's cuTexRefGetArray (ABI version 2000): CUresult cuTexRefGetArray(CUarray *phArray, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetArray')
+            return _v
+
+        return cuTexRefGetArray
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9464,7 +12647,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9488,7 +12671,7 @@ def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9502,6 +12685,27 @@ def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetFilterMode', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetFilterMode(hTexRef):
+            """cuTexRefGetFilterMode(hTexRef) -> pfm (CUfilter_mode)
+
+            Calls the driver's cuTexRefGetFilterMode (ABI version 2000): CUresult cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetFilterMode')
+            return _v
+
+        return cuTexRefGetFilterMode
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -9512,7 +12716,7 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9526,6 +12730,27 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetFlags(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetFlags', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetFlags(hTexRef):
+            """cuTexRefGetFlags(hTexRef) -> pFlags (unsigned int)
+
+            Calls the driver's cuTexRefGetFlags (ABI version 2000): CUresult cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetFlags')
+            return _v
+
+        return cuTexRefGetFlags
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -9536,7 +12761,7 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9562,7 +12787,7 @@ def _mk_cuTexRefGetFormat(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k2 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -9577,6 +12802,27 @@ def _mk_cuTexRefGetFormat(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetMaxAnisotropy', 'i')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetMaxAnisotropy(hTexRef):
+            """cuTexRefGetMaxAnisotropy(hTexRef) -> pmaxAniso (int)
+
+            Calls the driver's cuTexRefGetMaxAnisotropy (ABI version 5000): CUresult cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetMaxAnisotropy')
+            return _v
+
+        return cuTexRefGetMaxAnisotropy
+
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -9587,7 +12833,7 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9601,6 +12847,27 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetMipmapFilterMode', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetMipmapFilterMode(hTexRef):
+            """cuTexRefGetMipmapFilterMode(hTexRef) -> pfm (CUfilter_mode)
+
+            Calls the driver's cuTexRefGetMipmapFilterMode (ABI version 5000): CUresult cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetMipmapFilterMode')
+            return _v
+
+        return cuTexRefGetMipmapFilterMode
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -9611,7 +12878,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9635,7 +12902,7 @@ def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9661,7 +12928,7 @@ def _mk_cuTexRefGetMipmapLevelClamp(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k2 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -9676,6 +12943,27 @@ def _mk_cuTexRefGetMipmapLevelClamp(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefGetMipmappedArray', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefGetMipmappedArray(hTexRef):
+            """cuTexRefGetMipmappedArray(hTexRef) -> phMipmappedArray (CUmipmappedArray)
+
+            Calls the driver's cuTexRefGetMipmappedArray (ABI version 5000): CUresult cuTexRefGetMipmappedArray(CUmipmappedArray *phMipmappedArray, CUtexref hTexRef).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            _v = _f1(hTexRef)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefGetMipmappedArray')
+            return _v
+
+        return cuTexRefGetMipmappedArray
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9686,7 +12974,7 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9700,6 +12988,30 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetAddress(_fn, _b, _chk):
+    _fast = _b.fast1('cuTexRefSetAddress', 'z')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuTexRefSetAddress(hTexRef, dptr, bytes):
+            """cuTexRefSetAddress(hTexRef, dptr, bytes) -> ByteOffset (size_t)
+
+            Calls the driver's cuTexRefSetAddress (ABI version 3020): CUresult cuTexRefSetAddress(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr dptr, size_t bytes).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
+            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+            if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
+            elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
+            if _chk and (bytes.__class__ is not int or not 0 <= bytes <= 18446744073709551615): _check('z', bytes, 'bytes')
+            _v = _f1(hTexRef, dptr, bytes)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuTexRefSetAddress')
+            return _v
+
+        return cuTexRefSetAddress
+
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -9710,10 +13022,10 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
-        if _chk: _check('z', bytes, 'bytes')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
+        if _chk and (bytes.__class__ is not int or not 0 <= bytes <= 18446744073709551615): _check('z', bytes, 'bytes')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9735,12 +13047,12 @@ def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if desc.__class__ is not int: desc, _k1 = _address(desc)
-        elif _chk: _check('p', desc, 'desc')
+        elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
-        elif _chk: _check('Q', dptr, 'dptr')
-        if _chk: _check('z', Pitch, 'Pitch')
+        elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
+        if _chk and (Pitch.__class__ is not int or not 0 <= Pitch <= 18446744073709551615): _check('z', Pitch, 'Pitch')
         _rc = _fn(hTexRef, desc, dptr, Pitch)
         if _rc:
             _raise(_rc, 'cuTexRefSetAddress2D')
@@ -9757,9 +13069,9 @@ def _mk_cuTexRefSetAddressMode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('i', dim, 'dim')
-        if _chk: _check('I', am, 'am')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (dim.__class__ is not int or not -2147483648 <= dim <= 2147483647): _check('i', dim, 'dim')
+        if _chk and (am.__class__ is not int or not 0 <= am <= 4294967295): _check('I', am, 'am')
         _rc = _fn(hTexRef, dim, am)
         if _rc:
             _raise(_rc, 'cuTexRefSetAddressMode')
@@ -9776,10 +13088,10 @@ def _mk_cuTexRefSetArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
-        elif _chk: _check('p', hArray, 'hArray')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(hTexRef, hArray, Flags)
         if _rc:
             _raise(_rc, 'cuTexRefSetArray')
@@ -9798,7 +13110,7 @@ def _mk_cuTexRefSetBorderColor(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9820,8 +13132,8 @@ def _mk_cuTexRefSetFilterMode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('I', fm, 'fm')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (fm.__class__ is not int or not 0 <= fm <= 4294967295): _check('I', fm, 'fm')
         _rc = _fn(hTexRef, fm)
         if _rc:
             _raise(_rc, 'cuTexRefSetFilterMode')
@@ -9838,8 +13150,8 @@ def _mk_cuTexRefSetFlags(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(hTexRef, Flags)
         if _rc:
             _raise(_rc, 'cuTexRefSetFlags')
@@ -9856,9 +13168,9 @@ def _mk_cuTexRefSetFormat(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('I', fmt, 'fmt')
-        if _chk: _check('i', NumPackedComponents, 'NumPackedComponents')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (fmt.__class__ is not int or not 0 <= fmt <= 4294967295): _check('I', fmt, 'fmt')
+        if _chk and (NumPackedComponents.__class__ is not int or not -2147483648 <= NumPackedComponents <= 2147483647): _check('i', NumPackedComponents, 'NumPackedComponents')
         _rc = _fn(hTexRef, fmt, NumPackedComponents)
         if _rc:
             _raise(_rc, 'cuTexRefSetFormat')
@@ -9875,8 +13187,8 @@ def _mk_cuTexRefSetMaxAnisotropy(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('I', maxAniso, 'maxAniso')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (maxAniso.__class__ is not int or not 0 <= maxAniso <= 4294967295): _check('I', maxAniso, 'maxAniso')
         _rc = _fn(hTexRef, maxAniso)
         if _rc:
             _raise(_rc, 'cuTexRefSetMaxAnisotropy')
@@ -9893,8 +13205,8 @@ def _mk_cuTexRefSetMipmapFilterMode(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('I', fm, 'fm')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
+        if _chk and (fm.__class__ is not int or not 0 <= fm <= 4294967295): _check('I', fm, 'fm')
         _rc = _fn(hTexRef, fm)
         if _rc:
             _raise(_rc, 'cuTexRefSetMipmapFilterMode')
@@ -9911,7 +13223,7 @@ def _mk_cuTexRefSetMipmapLevelBias(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if _chk: _check('f', bias, 'bias')
         _rc = _fn(hTexRef, bias)
         if _rc:
@@ -9929,7 +13241,7 @@ def _mk_cuTexRefSetMipmapLevelClamp(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if _chk: _check('f', minMipmapLevelClamp, 'minMipmapLevelClamp')
         if _chk: _check('f', maxMipmapLevelClamp, 'maxMipmapLevelClamp')
         _rc = _fn(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp)
@@ -9948,10 +13260,10 @@ def _mk_cuTexRefSetMipmappedArray(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
-        elif _chk: _check('p', hTexRef, 'hTexRef')
+        elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
-        elif _chk: _check('p', hMipmappedArray, 'hMipmappedArray')
-        if _chk: _check('I', Flags, 'Flags')
+        elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
+        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
         _rc = _fn(hTexRef, hMipmappedArray, Flags)
         if _rc:
             _raise(_rc, 'cuTexRefSetMipmappedArray')
@@ -9960,6 +13272,25 @@ def _mk_cuTexRefSetMipmappedArray(_fn, _b, _chk):
 
 
 def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
+    _fast = _b.fast1('cuThreadExchangeStreamCaptureMode', 'I')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuThreadExchangeStreamCaptureMode():
+            """cuThreadExchangeStreamCaptureMode() -> mode (CUstreamCaptureMode)
+
+            Calls the driver's cuThreadExchangeStreamCaptureMode (ABI version 10010): CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            _v = _f1()
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuThreadExchangeStreamCaptureMode')
+            return _v
+
+        return cuThreadExchangeStreamCaptureMode
+
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -9982,6 +13313,31 @@ def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
 
 
 def _mk_cuUserObjectCreate(_fn, _b, _chk):
+    _fast = _b.fast1('cuUserObjectCreate', 'p')
+    if _fast is not None:
+        _f1, _S, _last = _fast
+
+        def cuUserObjectCreate(ptr, destroy, initialRefcount, flags):
+            """cuUserObjectCreate(ptr, destroy, initialRefcount, flags) -> object_out (CUuserObject)
+
+            Calls the driver's cuUserObjectCreate (ABI version 11030): CUresult cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if ptr.__class__ is not int: ptr, _k1 = _address(ptr)
+            elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
+            if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
+            elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
+            if _chk and (initialRefcount.__class__ is not int or not 0 <= initialRefcount <= 4294967295): _check('I', initialRefcount, 'initialRefcount')
+            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            _v = _f1(ptr, destroy, initialRefcount, flags)
+            if _v == _S:
+                _rc = _last()
+                if _rc:
+                    _raise(_rc, 'cuUserObjectCreate')
+            return _v
+
+        return cuUserObjectCreate
+
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9992,11 +13348,11 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if ptr.__class__ is not int: ptr, _k1 = _address(ptr)
-        elif _chk: _check('p', ptr, 'ptr')
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
         if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
-        elif _chk: _check('p', destroy, 'destroy')
-        if _chk: _check('I', initialRefcount, 'initialRefcount')
-        if _chk: _check('I', flags, 'flags')
+        elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
+        if _chk and (initialRefcount.__class__ is not int or not 0 <= initialRefcount <= 4294967295): _check('I', initialRefcount, 'initialRefcount')
+        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -10018,8 +13374,8 @@ def _mk_cuUserObjectRelease(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if object.__class__ is not int: object, _k0 = _address(object)
-        elif _chk: _check('p', object, 'object')
-        if _chk: _check('I', count, 'count')
+        elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         _rc = _fn(object, count)
         if _rc:
             _raise(_rc, 'cuUserObjectRelease')
@@ -10036,8 +13392,8 @@ def _mk_cuUserObjectRetain(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if object.__class__ is not int: object, _k0 = _address(object)
-        elif _chk: _check('p', object, 'object')
-        if _chk: _check('I', count, 'count')
+        elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
+        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
         _rc = _fn(object, count)
         if _rc:
             _raise(_rc, 'cuUserObjectRetain')
@@ -10054,12 +13410,12 @@ def _mk_cuWaitExternalSemaphoresAsync(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         if extSemArray.__class__ is not int: extSemArray, _k0 = _address(extSemArray)
-        elif _chk: _check('p', extSemArray, 'extSemArray')
+        elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
-        elif _chk: _check('p', paramsArray, 'paramsArray')
-        if _chk: _check('I', numExtSems, 'numExtSems')
+        elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
+        if _chk and (numExtSems.__class__ is not int or not 0 <= numExtSems <= 4294967295): _check('I', numExtSems, 'numExtSems')
         if stream.__class__ is not int: stream, _k3 = _address(stream)
-        elif _chk: _check('p', stream, 'stream')
+        elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         _rc = _fn(extSemArray, paramsArray, numExtSems, stream)
         if _rc:
             _raise(_rc, 'cuWaitExternalSemaphoresAsync')
@@ -10068,465 +13424,465 @@ def _mk_cuWaitExternalSemaphoresAsync(_fn, _b, _chk):
 
 
 _ENTRY_POINTS = {
-    'cuArray3DCreate': (_mk_cuArray3DCreate, 'pp'),
-    'cuArray3DGetDescriptor': (_mk_cuArray3DGetDescriptor, 'pp'),
-    'cuArrayCreate': (_mk_cuArrayCreate, 'pp'),
-    'cuArrayDestroy': (_mk_cuArrayDestroy, 'p'),
-    'cuArrayGetDescriptor': (_mk_cuArrayGetDescriptor, 'pp'),
-    'cuArrayGetMemoryRequirements': (_mk_cuArrayGetMemoryRequirements, 'ppi'),
-    'cuArrayGetPlane': (_mk_cuArrayGetPlane, 'ppI'),
-    'cuArrayGetSparseProperties': (_mk_cuArrayGetSparseProperties, 'pp'),
-    'cuCheckpointProcessCheckpoint': (_mk_cuCheckpointProcessCheckpoint, 'ip'),
-    'cuCheckpointProcessGetRestoreThreadId': (_mk_cuCheckpointProcessGetRestoreThreadId, 'ip'),
-    'cuCheckpointProcessGetState': (_mk_cuCheckpointProcessGetState, 'ip'),
-    'cuCheckpointProcessLock': (_mk_cuCheckpointProcessLock, 'ip'),
-    'cuCheckpointProcessRestore': (_mk_cuCheckpointProcessRestore, 'ip'),
-    'cuCheckpointProcessUnlock': (_mk_cuCheckpointProcessUnlock, 'ip'),
-    'cuCoredumpGetAttribute': (_mk_cuCoredumpGetAttribute, 'Ipp'),
-    'cuCoredumpGetAttributeGlobal': (_mk_cuCoredumpGetAttributeGlobal, 'Ipp'),
-    'cuCoredumpSetAttribute': (_mk_cuCoredumpSetAttribute, 'Ipp'),
-    'cuCoredumpSetAttributeGlobal': (_mk_cuCoredumpSetAttributeGlobal, 'Ipp'),
-    'cuCtxAttach': (_mk_cuCtxAttach, 'pI'),
-    'cuCtxCreate': (_mk_cuCtxCreate, 'ppIi'),
-    'cuCtxDestroy': (_mk_cuCtxDestroy, 'p'),
-    'cuCtxDetach': (_mk_cuCtxDetach, 'p'),
-    'cuCtxDisablePeerAccess': (_mk_cuCtxDisablePeerAccess, 'p'),
-    'cuCtxEnablePeerAccess': (_mk_cuCtxEnablePeerAccess, 'pI'),
-    'cuCtxFromGreenCtx': (_mk_cuCtxFromGreenCtx, 'pp'),
-    'cuCtxGetApiVersion': (_mk_cuCtxGetApiVersion, 'pp'),
-    'cuCtxGetCacheConfig': (_mk_cuCtxGetCacheConfig, 'p'),
-    'cuCtxGetCurrent': (_mk_cuCtxGetCurrent, 'p'),
-    'cuCtxGetDevResource': (_mk_cuCtxGetDevResource, 'ppI'),
-    'cuCtxGetDevice': (_mk_cuCtxGetDevice, 'p'),
-    'cuCtxGetDevice_v2': (_mk_cuCtxGetDevice_v2, 'pp'),
-    'cuCtxGetExecAffinity': (_mk_cuCtxGetExecAffinity, 'pI'),
-    'cuCtxGetFlags': (_mk_cuCtxGetFlags, 'p'),
-    'cuCtxGetId': (_mk_cuCtxGetId, 'pp'),
-    'cuCtxGetLimit': (_mk_cuCtxGetLimit, 'pI'),
-    'cuCtxGetSharedMemConfig': (_mk_cuCtxGetSharedMemConfig, 'p'),
-    'cuCtxGetStreamPriorityRange': (_mk_cuCtxGetStreamPriorityRange, 'pp'),
-    'cuCtxPopCurrent': (_mk_cuCtxPopCurrent, 'p'),
-    'cuCtxPushCurrent': (_mk_cuCtxPushCurrent, 'p'),
-    'cuCtxRecordEvent': (_mk_cuCtxRecordEvent, 'pp'),
-    'cuCtxResetPersistingL2Cache': (_mk_cuCtxResetPersistingL2Cache, ''),
-    'cuCtxSetCacheConfig': (_mk_cuCtxSetCacheConfig, 'I'),
-    'cuCtxSetCurrent': (_mk_cuCtxSetCurrent, 'p'),
-    'cuCtxSetFlags': (_mk_cuCtxSetFlags, 'I'),
-    'cuCtxSetLimit': (_mk_cuCtxSetLimit, 'Iz'),
-    'cuCtxSetSharedMemConfig': (_mk_cuCtxSetSharedMemConfig, 'I'),
-    'cuCtxSynchronize': (_mk_cuCtxSynchronize, ''),
-    'cuCtxSynchronize_v2': (_mk_cuCtxSynchronize_v2, 'p'),
-    'cuCtxWaitEvent': (_mk_cuCtxWaitEvent, 'pp'),
-    'cuDestroyExternalMemory': (_mk_cuDestroyExternalMemory, 'p'),
-    'cuDestroyExternalSemaphore': (_mk_cuDestroyExternalSemaphore, 'p'),
-    'cuDevResourceGenerateDesc': (_mk_cuDevResourceGenerateDesc, 'ppI'),
-    'cuDevSmResourceSplitByCount': (_mk_cuDevSmResourceSplitByCount, 'ppppII'),
-    'cuDeviceCanAccessPeer': (_mk_cuDeviceCanAccessPeer, 'pii'),
-    'cuDeviceComputeCapability': (_mk_cuDeviceComputeCapability, 'ppi'),
-    'cuDeviceGet': (_mk_cuDeviceGet, 'pi'),
-    'cuDeviceGetAttribute': (_mk_cuDeviceGetAttribute, 'pIi'),
-    'cuDeviceGetByPCIBusId': (_mk_cuDeviceGetByPCIBusId, 'pp'),
-    'cuDeviceGetCount': (_mk_cuDeviceGetCount, 'p'),
-    'cuDeviceGetDefaultMemPool': (_mk_cuDeviceGetDefaultMemPool, 'pi'),
-    'cuDeviceGetDevResource': (_mk_cuDeviceGetDevResource, 'ipI'),
-    'cuDeviceGetExecAffinitySupport': (_mk_cuDeviceGetExecAffinitySupport, 'pIi'),
-    'cuDeviceGetGraphMemAttribute': (_mk_cuDeviceGetGraphMemAttribute, 'iIp'),
-    'cuDeviceGetHostAtomicCapabilities': (_mk_cuDeviceGetHostAtomicCapabilities, 'ppIi'),
-    'cuDeviceGetLuid': (_mk_cuDeviceGetLuid, 'ppi'),
-    'cuDeviceGetMemPool': (_mk_cuDeviceGetMemPool, 'pi'),
-    'cuDeviceGetName': (_mk_cuDeviceGetName, 'pii'),
-    'cuDeviceGetNvSciSyncAttributes': (_mk_cuDeviceGetNvSciSyncAttributes, 'pii'),
-    'cuDeviceGetP2PAtomicCapabilities': (_mk_cuDeviceGetP2PAtomicCapabilities, 'ppIii'),
-    'cuDeviceGetP2PAttribute': (_mk_cuDeviceGetP2PAttribute, 'pIii'),
-    'cuDeviceGetPCIBusId': (_mk_cuDeviceGetPCIBusId, 'pii'),
-    'cuDeviceGetProperties': (_mk_cuDeviceGetProperties, 'pi'),
-    'cuDeviceGetTexture1DLinearMaxWidth': (_mk_cuDeviceGetTexture1DLinearMaxWidth, 'pIIi'),
-    'cuDeviceGetUuid': (_mk_cuDeviceGetUuid, 'pi'),
-    'cuDeviceGraphMemTrim': (_mk_cuDeviceGraphMemTrim, 'i'),
-    'cuDevicePrimaryCtxGetState': (_mk_cuDevicePrimaryCtxGetState, 'ipp'),
-    'cuDevicePrimaryCtxRelease': (_mk_cuDevicePrimaryCtxRelease, 'i'),
-    'cuDevicePrimaryCtxReset': (_mk_cuDevicePrimaryCtxReset, 'i'),
-    'cuDevicePrimaryCtxRetain': (_mk_cuDevicePrimaryCtxRetain, 'pi'),
-    'cuDevicePrimaryCtxSetFlags': (_mk_cuDevicePrimaryCtxSetFlags, 'iI'),
-    'cuDeviceRegisterAsyncNotification': (_mk_cuDeviceRegisterAsyncNotification, 'ippp'),
-    'cuDeviceSetGraphMemAttribute': (_mk_cuDeviceSetGraphMemAttribute, 'iIp'),
-    'cuDeviceSetMemPool': (_mk_cuDeviceSetMemPool, 'ip'),
-    'cuDeviceTotalMem': (_mk_cuDeviceTotalMem, 'pi'),
-    'cuDeviceUnregisterAsyncNotification': (_mk_cuDeviceUnregisterAsyncNotification, 'ip'),
-    'cuDriverGetVersion': (_mk_cuDriverGetVersion, 'p'),
-    'cuEventCreate': (_mk_cuEventCreate, 'pI'),
-    'cuEventDestroy': (_mk_cuEventDestroy, 'p'),
-    'cuEventElapsedTime': (_mk_cuEventElapsedTime, 'ppp'),
-    'cuEventQuery': (_mk_cuEventQuery, 'p'),
-    'cuEventRecord': (_mk_cuEventRecord, 'pp'),
-    'cuEventRecordWithFlags': (_mk_cuEventRecordWithFlags, 'ppI'),
-    'cuEventSynchronize': (_mk_cuEventSynchronize, 'p'),
-    'cuExternalMemoryGetMappedBuffer': (_mk_cuExternalMemoryGetMappedBuffer, 'ppp'),
-    'cuExternalMemoryGetMappedMipmappedArray': (_mk_cuExternalMemoryGetMappedMipmappedArray, 'ppp'),
-    'cuFlushGPUDirectRDMAWrites': (_mk_cuFlushGPUDirectRDMAWrites, 'II'),
-    'cuFuncGetAttribute': (_mk_cuFuncGetAttribute, 'pIp'),
-    'cuFuncGetModule': (_mk_cuFuncGetModule, 'pp'),
-    'cuFuncGetName': (_mk_cuFuncGetName, 'pp'),
-    'cuFuncGetParamInfo': (_mk_cuFuncGetParamInfo, 'pzpp'),
-    'cuFuncIsLoaded': (_mk_cuFuncIsLoaded, 'pp'),
-    'cuFuncLoad': (_mk_cuFuncLoad, 'p'),
-    'cuFuncSetAttribute': (_mk_cuFuncSetAttribute, 'pIi'),
-    'cuFuncSetBlockShape': (_mk_cuFuncSetBlockShape, 'piii'),
-    'cuFuncSetCacheConfig': (_mk_cuFuncSetCacheConfig, 'pI'),
-    'cuFuncSetSharedMemConfig': (_mk_cuFuncSetSharedMemConfig, 'pI'),
-    'cuFuncSetSharedSize': (_mk_cuFuncSetSharedSize, 'pI'),
-    'cuGetErrorName': (_mk_cuGetErrorName, 'Ip'),
-    'cuGetErrorString': (_mk_cuGetErrorString, 'Ip'),
-    'cuGetExportTable': (_mk_cuGetExportTable, 'pp'),
-    'cuGetProcAddress': (_mk_cuGetProcAddress, 'ppiQp'),
-    'cuGraphAddBatchMemOpNode': (_mk_cuGraphAddBatchMemOpNode, 'pppzp'),
-    'cuGraphAddChildGraphNode': (_mk_cuGraphAddChildGraphNode, 'pppzp'),
-    'cuGraphAddDependencies': (_mk_cuGraphAddDependencies, 'ppppz'),
-    'cuGraphAddEmptyNode': (_mk_cuGraphAddEmptyNode, 'pppz'),
-    'cuGraphAddEventRecordNode': (_mk_cuGraphAddEventRecordNode, 'pppzp'),
-    'cuGraphAddEventWaitNode': (_mk_cuGraphAddEventWaitNode, 'pppzp'),
-    'cuGraphAddExternalSemaphoresSignalNode': (_mk_cuGraphAddExternalSemaphoresSignalNode, 'pppzp'),
-    'cuGraphAddExternalSemaphoresWaitNode': (_mk_cuGraphAddExternalSemaphoresWaitNode, 'pppzp'),
-    'cuGraphAddHostNode': (_mk_cuGraphAddHostNode, 'pppzp'),
-    'cuGraphAddKernelNode': (_mk_cuGraphAddKernelNode, 'pppzp'),
-    'cuGraphAddMemAllocNode': (_mk_cuGraphAddMemAllocNode, 'pppzp'),
-    'cuGraphAddMemFreeNode': (_mk_cuGraphAddMemFreeNode, 'pppzQ'),
-    'cuGraphAddMemcpyNode': (_mk_cuGraphAddMemcpyNode, 'pppzpp'),
-    'cuGraphAddMemsetNode': (_mk_cuGraphAddMemsetNode, 'pppzpp'),
-    'cuGraphAddNode': (_mk_cuGraphAddNode, 'ppppzp'),
-    'cuGraphBatchMemOpNodeGetParams': (_mk_cuGraphBatchMemOpNodeGetParams, 'pp'),
-    'cuGraphBatchMemOpNodeSetParams': (_mk_cuGraphBatchMemOpNodeSetParams, 'pp'),
-    'cuGraphChildGraphNodeGetGraph': (_mk_cuGraphChildGraphNodeGetGraph, 'pp'),
-    'cuGraphClone': (_mk_cuGraphClone, 'pp'),
-    'cuGraphConditionalHandleCreate': (_mk_cuGraphConditionalHandleCreate, 'pppII'),
-    'cuGraphCreate': (_mk_cuGraphCreate, 'pI'),
-    'cuGraphDebugDotPrint': (_mk_cuGraphDebugDotPrint, 'ppI'),
-    'cuGraphDestroy': (_mk_cuGraphDestroy, 'p'),
-    'cuGraphDestroyNode': (_mk_cuGraphDestroyNode, 'p'),
-    'cuGraphEventRecordNodeGetEvent': (_mk_cuGraphEventRecordNodeGetEvent, 'pp'),
-    'cuGraphEventRecordNodeSetEvent': (_mk_cuGraphEventRecordNodeSetEvent, 'pp'),
-    'cuGraphEventWaitNodeGetEvent': (_mk_cuGraphEventWaitNodeGetEvent, 'pp'),
-    'cuGraphEventWaitNodeSetEvent': (_mk_cuGraphEventWaitNodeSetEvent, 'pp'),
-    'cuGraphExecBatchMemOpNodeSetParams': (_mk_cuGraphExecBatchMemOpNodeSetParams, 'ppp'),
-    'cuGraphExecChildGraphNodeSetParams': (_mk_cuGraphExecChildGraphNodeSetParams, 'ppp'),
-    'cuGraphExecDestroy': (_mk_cuGraphExecDestroy, 'p'),
-    'cuGraphExecEventRecordNodeSetEvent': (_mk_cuGraphExecEventRecordNodeSetEvent, 'ppp'),
-    'cuGraphExecEventWaitNodeSetEvent': (_mk_cuGraphExecEventWaitNodeSetEvent, 'ppp'),
-    'cuGraphExecExternalSemaphoresSignalNodeSetParams': (_mk_cuGraphExecExternalSemaphoresSignalNodeSetParams, 'ppp'),
-    'cuGraphExecExternalSemaphoresWaitNodeSetParams': (_mk_cuGraphExecExternalSemaphoresWaitNodeSetParams, 'ppp'),
-    'cuGraphExecGetFlags': (_mk_cuGraphExecGetFlags, 'pp'),
-    'cuGraphExecHostNodeSetParams': (_mk_cuGraphExecHostNodeSetParams, 'ppp'),
-    'cuGraphExecKernelNodeSetParams': (_mk_cuGraphExecKernelNodeSetParams, 'ppp'),
-    'cuGraphExecMemcpyNodeSetParams': (_mk_cuGraphExecMemcpyNodeSetParams, 'pppp'),
-    'cuGraphExecMemsetNodeSetParams': (_mk_cuGraphExecMemsetNodeSetParams, 'pppp'),
-    'cuGraphExecNodeSetParams': (_mk_cuGraphExecNodeSetParams, 'ppp'),
-    'cuGraphExecUpdate': (_mk_cuGraphExecUpdate, 'ppp'),
-    'cuGraphExternalSemaphoresSignalNodeGetParams': (_mk_cuGraphExternalSemaphoresSignalNodeGetParams, 'pp'),
-    'cuGraphExternalSemaphoresSignalNodeSetParams': (_mk_cuGraphExternalSemaphoresSignalNodeSetParams, 'pp'),
-    'cuGraphExternalSemaphoresWaitNodeGetParams': (_mk_cuGraphExternalSemaphoresWaitNodeGetParams, 'pp'),
-    'cuGraphExternalSemaphoresWaitNodeSetParams': (_mk_cuGraphExternalSemaphoresWaitNodeSetParams, 'pp'),
-    'cuGraphGetEdges': (_mk_cuGraphGetEdges, 'ppppp'),
-    'cuGraphGetNodes': (_mk_cuGraphGetNodes, 'ppp'),
-    'cuGraphGetRootNodes': (_mk_cuGraphGetRootNodes, 'ppp'),
-    'cuGraphHostNodeGetParams': (_mk_cuGraphHostNodeGetParams, 'pp'),
-    'cuGraphHostNodeSetParams': (_mk_cuGraphHostNodeSetParams, 'pp'),
-    'cuGraphInstantiate': (_mk_cuGraphInstantiate, 'ppQ'),
-    'cuGraphInstantiateWithParams': (_mk_cuGraphInstantiateWithParams, 'ppp'),
-    'cuGraphKernelNodeCopyAttributes': (_mk_cuGraphKernelNodeCopyAttributes, 'pp'),
-    'cuGraphKernelNodeGetAttribute': (_mk_cuGraphKernelNodeGetAttribute, 'pIp'),
-    'cuGraphKernelNodeGetParams': (_mk_cuGraphKernelNodeGetParams, 'pp'),
-    'cuGraphKernelNodeSetAttribute': (_mk_cuGraphKernelNodeSetAttribute, 'pIp'),
-    'cuGraphKernelNodeSetParams': (_mk_cuGraphKernelNodeSetParams, 'pp'),
-    'cuGraphLaunch': (_mk_cuGraphLaunch, 'pp'),
-    'cuGraphMemAllocNodeGetParams': (_mk_cuGraphMemAllocNodeGetParams, 'pp'),
-    'cuGraphMemFreeNodeGetParams': (_mk_cuGraphMemFreeNodeGetParams, 'pp'),
-    'cuGraphMemcpyNodeGetParams': (_mk_cuGraphMemcpyNodeGetParams, 'pp'),
-    'cuGraphMemcpyNodeSetParams': (_mk_cuGraphMemcpyNodeSetParams, 'pp'),
-    'cuGraphMemsetNodeGetParams': (_mk_cuGraphMemsetNodeGetParams, 'pp'),
-    'cuGraphMemsetNodeSetParams': (_mk_cuGraphMemsetNodeSetParams, 'pp'),
-    'cuGraphNodeFindInClone': (_mk_cuGraphNodeFindInClone, 'ppp'),
-    'cuGraphNodeGetDependencies': (_mk_cuGraphNodeGetDependencies, 'pppp'),
-    'cuGraphNodeGetDependentNodes': (_mk_cuGraphNodeGetDependentNodes, 'pppp'),
-    'cuGraphNodeGetEnabled': (_mk_cuGraphNodeGetEnabled, 'ppp'),
-    'cuGraphNodeGetType': (_mk_cuGraphNodeGetType, 'pp'),
-    'cuGraphNodeSetEnabled': (_mk_cuGraphNodeSetEnabled, 'ppI'),
-    'cuGraphNodeSetParams': (_mk_cuGraphNodeSetParams, 'pp'),
-    'cuGraphReleaseUserObject': (_mk_cuGraphReleaseUserObject, 'ppI'),
-    'cuGraphRemoveDependencies': (_mk_cuGraphRemoveDependencies, 'ppppz'),
-    'cuGraphRetainUserObject': (_mk_cuGraphRetainUserObject, 'ppII'),
-    'cuGraphUpload': (_mk_cuGraphUpload, 'pp'),
-    'cuGraphicsMapResources': (_mk_cuGraphicsMapResources, 'Ipp'),
-    'cuGraphicsResourceGetMappedMipmappedArray': (_mk_cuGraphicsResourceGetMappedMipmappedArray, 'pp'),
-    'cuGraphicsResourceGetMappedPointer': (_mk_cuGraphicsResourceGetMappedPointer, 'ppp'),
-    'cuGraphicsResourceSetMapFlags': (_mk_cuGraphicsResourceSetMapFlags, 'pI'),
-    'cuGraphicsSubResourceGetMappedArray': (_mk_cuGraphicsSubResourceGetMappedArray, 'ppII'),
-    'cuGraphicsUnmapResources': (_mk_cuGraphicsUnmapResources, 'Ipp'),
-    'cuGraphicsUnregisterResource': (_mk_cuGraphicsUnregisterResource, 'p'),
-    'cuGreenCtxCreate': (_mk_cuGreenCtxCreate, 'ppiI'),
-    'cuGreenCtxDestroy': (_mk_cuGreenCtxDestroy, 'p'),
-    'cuGreenCtxGetDevResource': (_mk_cuGreenCtxGetDevResource, 'ppI'),
-    'cuGreenCtxGetId': (_mk_cuGreenCtxGetId, 'pp'),
-    'cuGreenCtxRecordEvent': (_mk_cuGreenCtxRecordEvent, 'pp'),
-    'cuGreenCtxStreamCreate': (_mk_cuGreenCtxStreamCreate, 'ppIi'),
-    'cuGreenCtxWaitEvent': (_mk_cuGreenCtxWaitEvent, 'pp'),
-    'cuImportExternalMemory': (_mk_cuImportExternalMemory, 'pp'),
-    'cuImportExternalSemaphore': (_mk_cuImportExternalSemaphore, 'pp'),
-    'cuInit': (_mk_cuInit, 'I'),
-    'cuIpcCloseMemHandle': (_mk_cuIpcCloseMemHandle, 'Q'),
-    'cuIpcGetEventHandle': (_mk_cuIpcGetEventHandle, 'pp'),
-    'cuIpcGetMemHandle': (_mk_cuIpcGetMemHandle, 'pQ'),
-    'cuIpcOpenEventHandle': (_mk_cuIpcOpenEventHandle, 'p{[64]}'),
-    'cuIpcOpenMemHandle': (_mk_cuIpcOpenMemHandle, 'p{[64]}I'),
-    'cuKernelGetAttribute': (_mk_cuKernelGetAttribute, 'pIpi'),
-    'cuKernelGetFunction': (_mk_cuKernelGetFunction, 'pp'),
-    'cuKernelGetLibrary': (_mk_cuKernelGetLibrary, 'pp'),
-    'cuKernelGetName': (_mk_cuKernelGetName, 'pp'),
-    'cuKernelGetParamInfo': (_mk_cuKernelGetParamInfo, 'pzpp'),
-    'cuKernelSetAttribute': (_mk_cuKernelSetAttribute, 'Iipi'),
-    'cuKernelSetCacheConfig': (_mk_cuKernelSetCacheConfig, 'pIi'),
-    'cuLaunch': (_mk_cuLaunch, 'p'),
-    'cuLaunchCooperativeKernel': (_mk_cuLaunchCooperativeKernel, 'pIIIIIIIpp'),
-    'cuLaunchCooperativeKernelMultiDevice': (_mk_cuLaunchCooperativeKernelMultiDevice, 'pII'),
-    'cuLaunchGrid': (_mk_cuLaunchGrid, 'pii'),
-    'cuLaunchGridAsync': (_mk_cuLaunchGridAsync, 'piip'),
-    'cuLaunchHostFunc': (_mk_cuLaunchHostFunc, 'ppp'),
-    'cuLaunchKernel': (_mk_cuLaunchKernel, 'pIIIIIIIppp'),
-    'cuLaunchKernelEx': (_mk_cuLaunchKernelEx, 'pppp'),
-    'cuLibraryEnumerateKernels': (_mk_cuLibraryEnumerateKernels, 'pIp'),
-    'cuLibraryGetGlobal': (_mk_cuLibraryGetGlobal, 'pppp'),
-    'cuLibraryGetKernel': (_mk_cuLibraryGetKernel, 'ppp'),
-    'cuLibraryGetKernelCount': (_mk_cuLibraryGetKernelCount, 'pp'),
-    'cuLibraryGetManaged': (_mk_cuLibraryGetManaged, 'pppp'),
-    'cuLibraryGetModule': (_mk_cuLibraryGetModule, 'pp'),
-    'cuLibraryGetUnifiedFunction': (_mk_cuLibraryGetUnifiedFunction, 'ppp'),
-    'cuLibraryLoadData': (_mk_cuLibraryLoadData, 'ppppIppI'),
-    'cuLibraryLoadFromFile': (_mk_cuLibraryLoadFromFile, 'ppppIppI'),
-    'cuLibraryUnload': (_mk_cuLibraryUnload, 'p'),
-    'cuLinkAddData': (_mk_cuLinkAddData, 'pIpzpIpp'),
-    'cuLinkAddFile': (_mk_cuLinkAddFile, 'pIpIpp'),
-    'cuLinkComplete': (_mk_cuLinkComplete, 'ppp'),
-    'cuLinkCreate': (_mk_cuLinkCreate, 'Ippp'),
-    'cuLinkDestroy': (_mk_cuLinkDestroy, 'p'),
-    'cuLogsCurrent': (_mk_cuLogsCurrent, 'pI'),
-    'cuLogsDumpToFile': (_mk_cuLogsDumpToFile, 'ppI'),
-    'cuLogsDumpToMemory': (_mk_cuLogsDumpToMemory, 'pppI'),
-    'cuLogsRegisterCallback': (_mk_cuLogsRegisterCallback, 'ppp'),
-    'cuLogsUnregisterCallback': (_mk_cuLogsUnregisterCallback, 'p'),
-    'cuMemAddressFree': (_mk_cuMemAddressFree, 'Qz'),
-    'cuMemAddressReserve': (_mk_cuMemAddressReserve, 'pzzQQ'),
-    'cuMemAdvise': (_mk_cuMemAdvise, 'QzI{Ii}'),
-    'cuMemAlloc': (_mk_cuMemAlloc, 'pz'),
-    'cuMemAllocAsync': (_mk_cuMemAllocAsync, 'pzp'),
-    'cuMemAllocFromPoolAsync': (_mk_cuMemAllocFromPoolAsync, 'pzpp'),
-    'cuMemAllocHost': (_mk_cuMemAllocHost, 'pz'),
-    'cuMemAllocManaged': (_mk_cuMemAllocManaged, 'pzI'),
-    'cuMemAllocPitch': (_mk_cuMemAllocPitch, 'ppzzI'),
-    'cuMemBatchDecompressAsync': (_mk_cuMemBatchDecompressAsync, 'pzIpp'),
-    'cuMemCreate': (_mk_cuMemCreate, 'pzpQ'),
-    'cuMemDiscardAndPrefetchBatchAsync': (_mk_cuMemDiscardAndPrefetchBatchAsync, 'ppzppzQp'),
-    'cuMemDiscardBatchAsync': (_mk_cuMemDiscardBatchAsync, 'ppzQp'),
-    'cuMemExportToShareableHandle': (_mk_cuMemExportToShareableHandle, 'pQIQ'),
-    'cuMemFree': (_mk_cuMemFree, 'Q'),
-    'cuMemFreeAsync': (_mk_cuMemFreeAsync, 'Qp'),
-    'cuMemFreeHost': (_mk_cuMemFreeHost, 'p'),
-    'cuMemGetAccess': (_mk_cuMemGetAccess, 'ppQ'),
-    'cuMemGetAddressRange': (_mk_cuMemGetAddressRange, 'ppQ'),
-    'cuMemGetAllocationGranularity': (_mk_cuMemGetAllocationGranularity, 'ppI'),
-    'cuMemGetAllocationPropertiesFromHandle': (_mk_cuMemGetAllocationPropertiesFromHandle, 'pQ'),
-    'cuMemGetDefaultMemPool': (_mk_cuMemGetDefaultMemPool, 'ppI'),
-    'cuMemGetHandleForAddressRange': (_mk_cuMemGetHandleForAddressRange, 'pQzIQ'),
-    'cuMemGetInfo': (_mk_cuMemGetInfo, 'pp'),
-    'cuMemGetMemPool': (_mk_cuMemGetMemPool, 'ppI'),
-    'cuMemHostAlloc': (_mk_cuMemHostAlloc, 'pzI'),
-    'cuMemHostGetDevicePointer': (_mk_cuMemHostGetDevicePointer, 'ppI'),
-    'cuMemHostGetFlags': (_mk_cuMemHostGetFlags, 'pp'),
-    'cuMemHostRegister': (_mk_cuMemHostRegister, 'pzI'),
-    'cuMemHostUnregister': (_mk_cuMemHostUnregister, 'p'),
-    'cuMemImportFromShareableHandle': (_mk_cuMemImportFromShareableHandle, 'ppI'),
-    'cuMemMap': (_mk_cuMemMap, 'QzzQQ'),
-    'cuMemMapArrayAsync': (_mk_cuMemMapArrayAsync, 'pIp'),
-    'cuMemPoolCreate': (_mk_cuMemPoolCreate, 'pp'),
-    'cuMemPoolDestroy': (_mk_cuMemPoolDestroy, 'p'),
-    'cuMemPoolExportPointer': (_mk_cuMemPoolExportPointer, 'pQ'),
-    'cuMemPoolExportToShareableHandle': (_mk_cuMemPoolExportToShareableHandle, 'ppIQ'),
-    'cuMemPoolGetAccess': (_mk_cuMemPoolGetAccess, 'ppp'),
-    'cuMemPoolGetAttribute': (_mk_cuMemPoolGetAttribute, 'pIp'),
-    'cuMemPoolImportFromShareableHandle': (_mk_cuMemPoolImportFromShareableHandle, 'ppIQ'),
-    'cuMemPoolImportPointer': (_mk_cuMemPoolImportPointer, 'ppp'),
-    'cuMemPoolSetAccess': (_mk_cuMemPoolSetAccess, 'ppz'),
-    'cuMemPoolSetAttribute': (_mk_cuMemPoolSetAttribute, 'pIp'),
-    'cuMemPoolTrimTo': (_mk_cuMemPoolTrimTo, 'pz'),
-    'cuMemPrefetchAsync': (_mk_cuMemPrefetchAsync, 'Qz{Ii}Ip'),
-    'cuMemPrefetchBatchAsync': (_mk_cuMemPrefetchBatchAsync, 'ppzppzQp'),
-    'cuMemRangeGetAttribute': (_mk_cuMemRangeGetAttribute, 'pzIQz'),
-    'cuMemRangeGetAttributes': (_mk_cuMemRangeGetAttributes, 'pppzQz'),
-    'cuMemRelease': (_mk_cuMemRelease, 'Q'),
-    'cuMemRetainAllocationHandle': (_mk_cuMemRetainAllocationHandle, 'pp'),
-    'cuMemSetAccess': (_mk_cuMemSetAccess, 'Qzpz'),
-    'cuMemSetMemPool': (_mk_cuMemSetMemPool, 'pIp'),
-    'cuMemUnmap': (_mk_cuMemUnmap, 'Qz'),
-    'cuMemcpy': (_mk_cuMemcpy, 'QQz'),
-    'cuMemcpy2D': (_mk_cuMemcpy2D, 'p'),
-    'cuMemcpy2DAsync': (_mk_cuMemcpy2DAsync, 'pp'),
-    'cuMemcpy2DUnaligned': (_mk_cuMemcpy2DUnaligned, 'p'),
-    'cuMemcpy3D': (_mk_cuMemcpy3D, 'p'),
-    'cuMemcpy3DAsync': (_mk_cuMemcpy3DAsync, 'pp'),
-    'cuMemcpy3DBatchAsync': (_mk_cuMemcpy3DBatchAsync, 'zpQp'),
-    'cuMemcpy3DPeer': (_mk_cuMemcpy3DPeer, 'p'),
-    'cuMemcpy3DPeerAsync': (_mk_cuMemcpy3DPeerAsync, 'pp'),
-    'cuMemcpyAsync': (_mk_cuMemcpyAsync, 'QQzp'),
-    'cuMemcpyAtoA': (_mk_cuMemcpyAtoA, 'pzpzz'),
-    'cuMemcpyAtoD': (_mk_cuMemcpyAtoD, 'Qpzz'),
-    'cuMemcpyAtoH': (_mk_cuMemcpyAtoH, 'ppzz'),
-    'cuMemcpyAtoHAsync': (_mk_cuMemcpyAtoHAsync, 'ppzzp'),
-    'cuMemcpyBatchAsync': (_mk_cuMemcpyBatchAsync, 'pppzppzp'),
-    'cuMemcpyDtoA': (_mk_cuMemcpyDtoA, 'pzQz'),
-    'cuMemcpyDtoD': (_mk_cuMemcpyDtoD, 'QQz'),
-    'cuMemcpyDtoDAsync': (_mk_cuMemcpyDtoDAsync, 'QQzp'),
-    'cuMemcpyDtoH': (_mk_cuMemcpyDtoH, 'pQz'),
-    'cuMemcpyDtoHAsync': (_mk_cuMemcpyDtoHAsync, 'pQzp'),
-    'cuMemcpyHtoA': (_mk_cuMemcpyHtoA, 'pzpz'),
-    'cuMemcpyHtoAAsync': (_mk_cuMemcpyHtoAAsync, 'pzpzp'),
-    'cuMemcpyHtoD': (_mk_cuMemcpyHtoD, 'Qpz'),
-    'cuMemcpyHtoDAsync': (_mk_cuMemcpyHtoDAsync, 'Qpzp'),
-    'cuMemcpyPeer': (_mk_cuMemcpyPeer, 'QpQpz'),
-    'cuMemcpyPeerAsync': (_mk_cuMemcpyPeerAsync, 'QpQpzp'),
-    'cuMemsetD16': (_mk_cuMemsetD16, 'QHz'),
-    'cuMemsetD16Async': (_mk_cuMemsetD16Async, 'QHzp'),
-    'cuMemsetD2D16': (_mk_cuMemsetD2D16, 'QzHzz'),
-    'cuMemsetD2D16Async': (_mk_cuMemsetD2D16Async, 'QzHzzp'),
-    'cuMemsetD2D32': (_mk_cuMemsetD2D32, 'QzIzz'),
-    'cuMemsetD2D32Async': (_mk_cuMemsetD2D32Async, 'QzIzzp'),
-    'cuMemsetD2D8': (_mk_cuMemsetD2D8, 'QzBzz'),
-    'cuMemsetD2D8Async': (_mk_cuMemsetD2D8Async, 'QzBzzp'),
-    'cuMemsetD32': (_mk_cuMemsetD32, 'QIz'),
-    'cuMemsetD32Async': (_mk_cuMemsetD32Async, 'QIzp'),
-    'cuMemsetD8': (_mk_cuMemsetD8, 'QBz'),
-    'cuMemsetD8Async': (_mk_cuMemsetD8Async, 'QBzp'),
-    'cuMipmappedArrayCreate': (_mk_cuMipmappedArrayCreate, 'ppI'),
-    'cuMipmappedArrayDestroy': (_mk_cuMipmappedArrayDestroy, 'p'),
-    'cuMipmappedArrayGetLevel': (_mk_cuMipmappedArrayGetLevel, 'ppI'),
-    'cuMipmappedArrayGetMemoryRequirements': (_mk_cuMipmappedArrayGetMemoryRequirements, 'ppi'),
-    'cuMipmappedArrayGetSparseProperties': (_mk_cuMipmappedArrayGetSparseProperties, 'pp'),
-    'cuModuleEnumerateFunctions': (_mk_cuModuleEnumerateFunctions, 'pIp'),
-    'cuModuleGetFunction': (_mk_cuModuleGetFunction, 'ppp'),
-    'cuModuleGetFunctionCount': (_mk_cuModuleGetFunctionCount, 'pp'),
-    'cuModuleGetGlobal': (_mk_cuModuleGetGlobal, 'pppp'),
-    'cuModuleGetLoadingMode': (_mk_cuModuleGetLoadingMode, 'p'),
-    'cuModuleGetSurfRef': (_mk_cuModuleGetSurfRef, 'ppp'),
-    'cuModuleGetTexRef': (_mk_cuModuleGetTexRef, 'ppp'),
-    'cuModuleLoad': (_mk_cuModuleLoad, 'pp'),
-    'cuModuleLoadData': (_mk_cuModuleLoadData, 'pp'),
-    'cuModuleLoadDataEx': (_mk_cuModuleLoadDataEx, 'ppIpp'),
-    'cuModuleLoadFatBinary': (_mk_cuModuleLoadFatBinary, 'pp'),
-    'cuModuleUnload': (_mk_cuModuleUnload, 'p'),
-    'cuMulticastAddDevice': (_mk_cuMulticastAddDevice, 'Qi'),
-    'cuMulticastBindAddr': (_mk_cuMulticastBindAddr, 'QzQzQ'),
-    'cuMulticastBindMem': (_mk_cuMulticastBindMem, 'QzQzzQ'),
-    'cuMulticastCreate': (_mk_cuMulticastCreate, 'pp'),
-    'cuMulticastGetGranularity': (_mk_cuMulticastGetGranularity, 'ppI'),
-    'cuMulticastUnbind': (_mk_cuMulticastUnbind, 'Qizz'),
-    'cuOccupancyAvailableDynamicSMemPerBlock': (_mk_cuOccupancyAvailableDynamicSMemPerBlock, 'ppii'),
-    'cuOccupancyMaxActiveBlocksPerMultiprocessor': (_mk_cuOccupancyMaxActiveBlocksPerMultiprocessor, 'ppiz'),
-    'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags': (_mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 'ppizI'),
-    'cuOccupancyMaxActiveClusters': (_mk_cuOccupancyMaxActiveClusters, 'ppp'),
-    'cuOccupancyMaxPotentialBlockSize': (_mk_cuOccupancyMaxPotentialBlockSize, 'ppppzi'),
-    'cuOccupancyMaxPotentialBlockSizeWithFlags': (_mk_cuOccupancyMaxPotentialBlockSizeWithFlags, 'ppppziI'),
-    'cuOccupancyMaxPotentialClusterSize': (_mk_cuOccupancyMaxPotentialClusterSize, 'ppp'),
-    'cuParamSetSize': (_mk_cuParamSetSize, 'pI'),
-    'cuParamSetTexRef': (_mk_cuParamSetTexRef, 'pip'),
-    'cuParamSetf': (_mk_cuParamSetf, 'pif'),
-    'cuParamSeti': (_mk_cuParamSeti, 'piI'),
-    'cuParamSetv': (_mk_cuParamSetv, 'pipI'),
-    'cuPointerGetAttribute': (_mk_cuPointerGetAttribute, 'pIQ'),
-    'cuPointerGetAttributes': (_mk_cuPointerGetAttributes, 'IppQ'),
-    'cuPointerSetAttribute': (_mk_cuPointerSetAttribute, 'pIQ'),
-    'cuProfilerInitialize': (_mk_cuProfilerInitialize, 'ppI'),
-    'cuProfilerStart': (_mk_cuProfilerStart, ''),
-    'cuProfilerStop': (_mk_cuProfilerStop, ''),
-    'cuSignalExternalSemaphoresAsync': (_mk_cuSignalExternalSemaphoresAsync, 'ppIp'),
-    'cuStreamAddCallback': (_mk_cuStreamAddCallback, 'pppI'),
-    'cuStreamAttachMemAsync': (_mk_cuStreamAttachMemAsync, 'pQzI'),
-    'cuStreamBatchMemOp': (_mk_cuStreamBatchMemOp, 'pIpI'),
-    'cuStreamBeginCapture': (_mk_cuStreamBeginCapture, 'pI'),
-    'cuStreamBeginCaptureToGraph': (_mk_cuStreamBeginCaptureToGraph, 'ppppzI'),
-    'cuStreamCopyAttributes': (_mk_cuStreamCopyAttributes, 'pp'),
-    'cuStreamCreate': (_mk_cuStreamCreate, 'pI'),
-    'cuStreamCreateWithPriority': (_mk_cuStreamCreateWithPriority, 'pIi'),
-    'cuStreamDestroy': (_mk_cuStreamDestroy, 'p'),
-    'cuStreamEndCapture': (_mk_cuStreamEndCapture, 'pp'),
-    'cuStreamGetAttribute': (_mk_cuStreamGetAttribute, 'pIp'),
-    'cuStreamGetCaptureInfo': (_mk_cuStreamGetCaptureInfo, 'ppppppp'),
-    'cuStreamGetCtx': (_mk_cuStreamGetCtx, 'pp'),
-    'cuStreamGetCtx_v2': (_mk_cuStreamGetCtx_v2, 'ppp'),
-    'cuStreamGetDevice': (_mk_cuStreamGetDevice, 'pp'),
-    'cuStreamGetFlags': (_mk_cuStreamGetFlags, 'pp'),
-    'cuStreamGetGreenCtx': (_mk_cuStreamGetGreenCtx, 'pp'),
-    'cuStreamGetId': (_mk_cuStreamGetId, 'pp'),
-    'cuStreamGetPriority': (_mk_cuStreamGetPriority, 'pp'),
-    'cuStreamIsCapturing': (_mk_cuStreamIsCapturing, 'pp'),
-    'cuStreamQuery': (_mk_cuStreamQuery, 'p'),
-    'cuStreamSetAttribute': (_mk_cuStreamSetAttribute, 'pIp'),
-    'cuStreamSynchronize': (_mk_cuStreamSynchronize, 'p'),
-    'cuStreamUpdateCaptureDependencies': (_mk_cuStreamUpdateCaptureDependencies, 'pppzI'),
-    'cuStreamWaitEvent': (_mk_cuStreamWaitEvent, 'ppI'),
-    'cuStreamWaitValue32': (_mk_cuStreamWaitValue32, 'pQII'),
-    'cuStreamWaitValue64': (_mk_cuStreamWaitValue64, 'pQQI'),
-    'cuStreamWriteValue32': (_mk_cuStreamWriteValue32, 'pQII'),
-    'cuStreamWriteValue64': (_mk_cuStreamWriteValue64, 'pQQI'),
-    'cuSurfObjectCreate': (_mk_cuSurfObjectCreate, 'pp'),
-    'cuSurfObjectDestroy': (_mk_cuSurfObjectDestroy, 'Q'),
-    'cuSurfObjectGetResourceDesc': (_mk_cuSurfObjectGetResourceDesc, 'pQ'),
-    'cuSurfRefGetArray': (_mk_cuSurfRefGetArray, 'pp'),
-    'cuSurfRefSetArray': (_mk_cuSurfRefSetArray, 'ppI'),
-    'cuTensorMapEncodeIm2col': (_mk_cuTensorMapEncodeIm2col, 'pIIpppppIIpIIII'),
-    'cuTensorMapEncodeIm2colWide': (_mk_cuTensorMapEncodeIm2colWide, 'pIIpppiiIIpIIIII'),
-    'cuTensorMapEncodeTiled': (_mk_cuTensorMapEncodeTiled, 'pIIpppppIIII'),
-    'cuTensorMapReplaceAddress': (_mk_cuTensorMapReplaceAddress, 'pp'),
-    'cuTexObjectCreate': (_mk_cuTexObjectCreate, 'pppp'),
-    'cuTexObjectDestroy': (_mk_cuTexObjectDestroy, 'Q'),
-    'cuTexObjectGetResourceDesc': (_mk_cuTexObjectGetResourceDesc, 'pQ'),
-    'cuTexObjectGetResourceViewDesc': (_mk_cuTexObjectGetResourceViewDesc, 'pQ'),
-    'cuTexObjectGetTextureDesc': (_mk_cuTexObjectGetTextureDesc, 'pQ'),
-    'cuTexRefCreate': (_mk_cuTexRefCreate, 'p'),
-    'cuTexRefDestroy': (_mk_cuTexRefDestroy, 'p'),
-    'cuTexRefGetAddress': (_mk_cuTexRefGetAddress, 'pp'),
-    'cuTexRefGetAddressMode': (_mk_cuTexRefGetAddressMode, 'ppi'),
-    'cuTexRefGetArray': (_mk_cuTexRefGetArray, 'pp'),
-    'cuTexRefGetBorderColor': (_mk_cuTexRefGetBorderColor, 'pp'),
-    'cuTexRefGetFilterMode': (_mk_cuTexRefGetFilterMode, 'pp'),
-    'cuTexRefGetFlags': (_mk_cuTexRefGetFlags, 'pp'),
-    'cuTexRefGetFormat': (_mk_cuTexRefGetFormat, 'ppp'),
-    'cuTexRefGetMaxAnisotropy': (_mk_cuTexRefGetMaxAnisotropy, 'pp'),
-    'cuTexRefGetMipmapFilterMode': (_mk_cuTexRefGetMipmapFilterMode, 'pp'),
-    'cuTexRefGetMipmapLevelBias': (_mk_cuTexRefGetMipmapLevelBias, 'pp'),
-    'cuTexRefGetMipmapLevelClamp': (_mk_cuTexRefGetMipmapLevelClamp, 'ppp'),
-    'cuTexRefGetMipmappedArray': (_mk_cuTexRefGetMipmappedArray, 'pp'),
-    'cuTexRefSetAddress': (_mk_cuTexRefSetAddress, 'ppQz'),
-    'cuTexRefSetAddress2D': (_mk_cuTexRefSetAddress2D, 'ppQz'),
-    'cuTexRefSetAddressMode': (_mk_cuTexRefSetAddressMode, 'piI'),
-    'cuTexRefSetArray': (_mk_cuTexRefSetArray, 'ppI'),
-    'cuTexRefSetBorderColor': (_mk_cuTexRefSetBorderColor, 'pp'),
-    'cuTexRefSetFilterMode': (_mk_cuTexRefSetFilterMode, 'pI'),
-    'cuTexRefSetFlags': (_mk_cuTexRefSetFlags, 'pI'),
-    'cuTexRefSetFormat': (_mk_cuTexRefSetFormat, 'pIi'),
-    'cuTexRefSetMaxAnisotropy': (_mk_cuTexRefSetMaxAnisotropy, 'pI'),
-    'cuTexRefSetMipmapFilterMode': (_mk_cuTexRefSetMipmapFilterMode, 'pI'),
-    'cuTexRefSetMipmapLevelBias': (_mk_cuTexRefSetMipmapLevelBias, 'pf'),
-    'cuTexRefSetMipmapLevelClamp': (_mk_cuTexRefSetMipmapLevelClamp, 'pff'),
-    'cuTexRefSetMipmappedArray': (_mk_cuTexRefSetMipmappedArray, 'ppI'),
-    'cuThreadExchangeStreamCaptureMode': (_mk_cuThreadExchangeStreamCaptureMode, 'p'),
-    'cuUserObjectCreate': (_mk_cuUserObjectCreate, 'pppII'),
-    'cuUserObjectRelease': (_mk_cuUserObjectRelease, 'pI'),
-    'cuUserObjectRetain': (_mk_cuUserObjectRetain, 'pI'),
-    'cuWaitExternalSemaphoresAsync': (_mk_cuWaitExternalSemaphoresAsync, 'ppIp'),
+    'cuArray3DCreate': (_mk_cuArray3DCreate, 'pp', 'p.'),
+    'cuArray3DGetDescriptor': (_mk_cuArray3DGetDescriptor, 'pp', '..'),
+    'cuArrayCreate': (_mk_cuArrayCreate, 'pp', 'p.'),
+    'cuArrayDestroy': (_mk_cuArrayDestroy, 'p', '.'),
+    'cuArrayGetDescriptor': (_mk_cuArrayGetDescriptor, 'pp', '..'),
+    'cuArrayGetMemoryRequirements': (_mk_cuArrayGetMemoryRequirements, 'ppi', '...'),
+    'cuArrayGetPlane': (_mk_cuArrayGetPlane, 'ppI', 'p..'),
+    'cuArrayGetSparseProperties': (_mk_cuArrayGetSparseProperties, 'pp', '..'),
+    'cuCheckpointProcessCheckpoint': (_mk_cuCheckpointProcessCheckpoint, 'ip', '..'),
+    'cuCheckpointProcessGetRestoreThreadId': (_mk_cuCheckpointProcessGetRestoreThreadId, 'ip', '.i'),
+    'cuCheckpointProcessGetState': (_mk_cuCheckpointProcessGetState, 'ip', '.I'),
+    'cuCheckpointProcessLock': (_mk_cuCheckpointProcessLock, 'ip', '..'),
+    'cuCheckpointProcessRestore': (_mk_cuCheckpointProcessRestore, 'ip', '..'),
+    'cuCheckpointProcessUnlock': (_mk_cuCheckpointProcessUnlock, 'ip', '..'),
+    'cuCoredumpGetAttribute': (_mk_cuCoredumpGetAttribute, 'Ipp', '..z'),
+    'cuCoredumpGetAttributeGlobal': (_mk_cuCoredumpGetAttributeGlobal, 'Ipp', '..z'),
+    'cuCoredumpSetAttribute': (_mk_cuCoredumpSetAttribute, 'Ipp', '..z'),
+    'cuCoredumpSetAttributeGlobal': (_mk_cuCoredumpSetAttributeGlobal, 'Ipp', '..z'),
+    'cuCtxAttach': (_mk_cuCtxAttach, 'pI', 'p.'),
+    'cuCtxCreate': (_mk_cuCtxCreate, 'ppIi', 'p...'),
+    'cuCtxDestroy': (_mk_cuCtxDestroy, 'p', '.'),
+    'cuCtxDetach': (_mk_cuCtxDetach, 'p', '.'),
+    'cuCtxDisablePeerAccess': (_mk_cuCtxDisablePeerAccess, 'p', '.'),
+    'cuCtxEnablePeerAccess': (_mk_cuCtxEnablePeerAccess, 'pI', '..'),
+    'cuCtxFromGreenCtx': (_mk_cuCtxFromGreenCtx, 'pp', 'p.'),
+    'cuCtxGetApiVersion': (_mk_cuCtxGetApiVersion, 'pp', '.I'),
+    'cuCtxGetCacheConfig': (_mk_cuCtxGetCacheConfig, 'p', 'I'),
+    'cuCtxGetCurrent': (_mk_cuCtxGetCurrent, 'p', 'p'),
+    'cuCtxGetDevResource': (_mk_cuCtxGetDevResource, 'ppI', '...'),
+    'cuCtxGetDevice': (_mk_cuCtxGetDevice, 'p', 'i'),
+    'cuCtxGetDevice_v2': (_mk_cuCtxGetDevice_v2, 'pp', 'i.'),
+    'cuCtxGetExecAffinity': (_mk_cuCtxGetExecAffinity, 'pI', '..'),
+    'cuCtxGetFlags': (_mk_cuCtxGetFlags, 'p', 'I'),
+    'cuCtxGetId': (_mk_cuCtxGetId, 'pp', '.Q'),
+    'cuCtxGetLimit': (_mk_cuCtxGetLimit, 'pI', 'z.'),
+    'cuCtxGetSharedMemConfig': (_mk_cuCtxGetSharedMemConfig, 'p', 'I'),
+    'cuCtxGetStreamPriorityRange': (_mk_cuCtxGetStreamPriorityRange, 'pp', 'ii'),
+    'cuCtxPopCurrent': (_mk_cuCtxPopCurrent, 'p', 'p'),
+    'cuCtxPushCurrent': (_mk_cuCtxPushCurrent, 'p', '.'),
+    'cuCtxRecordEvent': (_mk_cuCtxRecordEvent, 'pp', '..'),
+    'cuCtxResetPersistingL2Cache': (_mk_cuCtxResetPersistingL2Cache, '', ''),
+    'cuCtxSetCacheConfig': (_mk_cuCtxSetCacheConfig, 'I', '.'),
+    'cuCtxSetCurrent': (_mk_cuCtxSetCurrent, 'p', '.'),
+    'cuCtxSetFlags': (_mk_cuCtxSetFlags, 'I', '.'),
+    'cuCtxSetLimit': (_mk_cuCtxSetLimit, 'Iz', '..'),
+    'cuCtxSetSharedMemConfig': (_mk_cuCtxSetSharedMemConfig, 'I', '.'),
+    'cuCtxSynchronize': (_mk_cuCtxSynchronize, '', ''),
+    'cuCtxSynchronize_v2': (_mk_cuCtxSynchronize_v2, 'p', '.'),
+    'cuCtxWaitEvent': (_mk_cuCtxWaitEvent, 'pp', '..'),
+    'cuDestroyExternalMemory': (_mk_cuDestroyExternalMemory, 'p', '.'),
+    'cuDestroyExternalSemaphore': (_mk_cuDestroyExternalSemaphore, 'p', '.'),
+    'cuDevResourceGenerateDesc': (_mk_cuDevResourceGenerateDesc, 'ppI', 'p..'),
+    'cuDevSmResourceSplitByCount': (_mk_cuDevSmResourceSplitByCount, 'ppppII', '.I....'),
+    'cuDeviceCanAccessPeer': (_mk_cuDeviceCanAccessPeer, 'pii', 'i..'),
+    'cuDeviceComputeCapability': (_mk_cuDeviceComputeCapability, 'ppi', 'ii.'),
+    'cuDeviceGet': (_mk_cuDeviceGet, 'pi', 'i.'),
+    'cuDeviceGetAttribute': (_mk_cuDeviceGetAttribute, 'pIi', 'i..'),
+    'cuDeviceGetByPCIBusId': (_mk_cuDeviceGetByPCIBusId, 'pp', 'i.'),
+    'cuDeviceGetCount': (_mk_cuDeviceGetCount, 'p', 'i'),
+    'cuDeviceGetDefaultMemPool': (_mk_cuDeviceGetDefaultMemPool, 'pi', 'p.'),
+    'cuDeviceGetDevResource': (_mk_cuDeviceGetDevResource, 'ipI', '...'),
+    'cuDeviceGetExecAffinitySupport': (_mk_cuDeviceGetExecAffinitySupport, 'pIi', 'i..'),
+    'cuDeviceGetGraphMemAttribute': (_mk_cuDeviceGetGraphMemAttribute, 'iIp', '...'),
+    'cuDeviceGetHostAtomicCapabilities': (_mk_cuDeviceGetHostAtomicCapabilities, 'ppIi', '....'),
+    'cuDeviceGetLuid': (_mk_cuDeviceGetLuid, 'ppi', '.I.'),
+    'cuDeviceGetMemPool': (_mk_cuDeviceGetMemPool, 'pi', 'p.'),
+    'cuDeviceGetName': (_mk_cuDeviceGetName, 'pii', '...'),
+    'cuDeviceGetNvSciSyncAttributes': (_mk_cuDeviceGetNvSciSyncAttributes, 'pii', '...'),
+    'cuDeviceGetP2PAtomicCapabilities': (_mk_cuDeviceGetP2PAtomicCapabilities, 'ppIii', '.....'),
+    'cuDeviceGetP2PAttribute': (_mk_cuDeviceGetP2PAttribute, 'pIii', 'i...'),
+    'cuDeviceGetPCIBusId': (_mk_cuDeviceGetPCIBusId, 'pii', '...'),
+    'cuDeviceGetProperties': (_mk_cuDeviceGetProperties, 'pi', '..'),
+    'cuDeviceGetTexture1DLinearMaxWidth': (_mk_cuDeviceGetTexture1DLinearMaxWidth, 'pIIi', 'z...'),
+    'cuDeviceGetUuid': (_mk_cuDeviceGetUuid, 'pi', '..'),
+    'cuDeviceGraphMemTrim': (_mk_cuDeviceGraphMemTrim, 'i', '.'),
+    'cuDevicePrimaryCtxGetState': (_mk_cuDevicePrimaryCtxGetState, 'ipp', '.Ii'),
+    'cuDevicePrimaryCtxRelease': (_mk_cuDevicePrimaryCtxRelease, 'i', '.'),
+    'cuDevicePrimaryCtxReset': (_mk_cuDevicePrimaryCtxReset, 'i', '.'),
+    'cuDevicePrimaryCtxRetain': (_mk_cuDevicePrimaryCtxRetain, 'pi', 'p.'),
+    'cuDevicePrimaryCtxSetFlags': (_mk_cuDevicePrimaryCtxSetFlags, 'iI', '..'),
+    'cuDeviceRegisterAsyncNotification': (_mk_cuDeviceRegisterAsyncNotification, 'ippp', '...p'),
+    'cuDeviceSetGraphMemAttribute': (_mk_cuDeviceSetGraphMemAttribute, 'iIp', '...'),
+    'cuDeviceSetMemPool': (_mk_cuDeviceSetMemPool, 'ip', '..'),
+    'cuDeviceTotalMem': (_mk_cuDeviceTotalMem, 'pi', 'z.'),
+    'cuDeviceUnregisterAsyncNotification': (_mk_cuDeviceUnregisterAsyncNotification, 'ip', '..'),
+    'cuDriverGetVersion': (_mk_cuDriverGetVersion, 'p', 'i'),
+    'cuEventCreate': (_mk_cuEventCreate, 'pI', 'p.'),
+    'cuEventDestroy': (_mk_cuEventDestroy, 'p', '.'),
+    'cuEventElapsedTime': (_mk_cuEventElapsedTime, 'ppp', 'f..'),
+    'cuEventQuery': (_mk_cuEventQuery, 'p', '.'),
+    'cuEventRecord': (_mk_cuEventRecord, 'pp', '..'),
+    'cuEventRecordWithFlags': (_mk_cuEventRecordWithFlags, 'ppI', '...'),
+    'cuEventSynchronize': (_mk_cuEventSynchronize, 'p', '.'),
+    'cuExternalMemoryGetMappedBuffer': (_mk_cuExternalMemoryGetMappedBuffer, 'ppp', 'Q..'),
+    'cuExternalMemoryGetMappedMipmappedArray': (_mk_cuExternalMemoryGetMappedMipmappedArray, 'ppp', 'p..'),
+    'cuFlushGPUDirectRDMAWrites': (_mk_cuFlushGPUDirectRDMAWrites, 'II', '..'),
+    'cuFuncGetAttribute': (_mk_cuFuncGetAttribute, 'pIp', 'i..'),
+    'cuFuncGetModule': (_mk_cuFuncGetModule, 'pp', 'p.'),
+    'cuFuncGetName': (_mk_cuFuncGetName, 'pp', 'p.'),
+    'cuFuncGetParamInfo': (_mk_cuFuncGetParamInfo, 'pzpp', '..zz'),
+    'cuFuncIsLoaded': (_mk_cuFuncIsLoaded, 'pp', 'I.'),
+    'cuFuncLoad': (_mk_cuFuncLoad, 'p', '.'),
+    'cuFuncSetAttribute': (_mk_cuFuncSetAttribute, 'pIi', '...'),
+    'cuFuncSetBlockShape': (_mk_cuFuncSetBlockShape, 'piii', '....'),
+    'cuFuncSetCacheConfig': (_mk_cuFuncSetCacheConfig, 'pI', '..'),
+    'cuFuncSetSharedMemConfig': (_mk_cuFuncSetSharedMemConfig, 'pI', '..'),
+    'cuFuncSetSharedSize': (_mk_cuFuncSetSharedSize, 'pI', '..'),
+    'cuGetErrorName': (_mk_cuGetErrorName, 'Ip', '.p'),
+    'cuGetErrorString': (_mk_cuGetErrorString, 'Ip', '.p'),
+    'cuGetExportTable': (_mk_cuGetExportTable, 'pp', 'p.'),
+    'cuGetProcAddress': (_mk_cuGetProcAddress, 'ppiQp', '.p..I'),
+    'cuGraphAddBatchMemOpNode': (_mk_cuGraphAddBatchMemOpNode, 'pppzp', 'p....'),
+    'cuGraphAddChildGraphNode': (_mk_cuGraphAddChildGraphNode, 'pppzp', 'p....'),
+    'cuGraphAddDependencies': (_mk_cuGraphAddDependencies, 'ppppz', '.....'),
+    'cuGraphAddEmptyNode': (_mk_cuGraphAddEmptyNode, 'pppz', 'p...'),
+    'cuGraphAddEventRecordNode': (_mk_cuGraphAddEventRecordNode, 'pppzp', 'p....'),
+    'cuGraphAddEventWaitNode': (_mk_cuGraphAddEventWaitNode, 'pppzp', 'p....'),
+    'cuGraphAddExternalSemaphoresSignalNode': (_mk_cuGraphAddExternalSemaphoresSignalNode, 'pppzp', 'p....'),
+    'cuGraphAddExternalSemaphoresWaitNode': (_mk_cuGraphAddExternalSemaphoresWaitNode, 'pppzp', 'p....'),
+    'cuGraphAddHostNode': (_mk_cuGraphAddHostNode, 'pppzp', 'p....'),
+    'cuGraphAddKernelNode': (_mk_cuGraphAddKernelNode, 'pppzp', 'p....'),
+    'cuGraphAddMemAllocNode': (_mk_cuGraphAddMemAllocNode, 'pppzp', 'p....'),
+    'cuGraphAddMemFreeNode': (_mk_cuGraphAddMemFreeNode, 'pppzQ', 'p....'),
+    'cuGraphAddMemcpyNode': (_mk_cuGraphAddMemcpyNode, 'pppzpp', 'p.....'),
+    'cuGraphAddMemsetNode': (_mk_cuGraphAddMemsetNode, 'pppzpp', 'p.....'),
+    'cuGraphAddNode': (_mk_cuGraphAddNode, 'ppppzp', 'p.....'),
+    'cuGraphBatchMemOpNodeGetParams': (_mk_cuGraphBatchMemOpNodeGetParams, 'pp', '..'),
+    'cuGraphBatchMemOpNodeSetParams': (_mk_cuGraphBatchMemOpNodeSetParams, 'pp', '..'),
+    'cuGraphChildGraphNodeGetGraph': (_mk_cuGraphChildGraphNodeGetGraph, 'pp', '.p'),
+    'cuGraphClone': (_mk_cuGraphClone, 'pp', 'p.'),
+    'cuGraphConditionalHandleCreate': (_mk_cuGraphConditionalHandleCreate, 'pppII', 'Q....'),
+    'cuGraphCreate': (_mk_cuGraphCreate, 'pI', 'p.'),
+    'cuGraphDebugDotPrint': (_mk_cuGraphDebugDotPrint, 'ppI', '...'),
+    'cuGraphDestroy': (_mk_cuGraphDestroy, 'p', '.'),
+    'cuGraphDestroyNode': (_mk_cuGraphDestroyNode, 'p', '.'),
+    'cuGraphEventRecordNodeGetEvent': (_mk_cuGraphEventRecordNodeGetEvent, 'pp', '.p'),
+    'cuGraphEventRecordNodeSetEvent': (_mk_cuGraphEventRecordNodeSetEvent, 'pp', '..'),
+    'cuGraphEventWaitNodeGetEvent': (_mk_cuGraphEventWaitNodeGetEvent, 'pp', '.p'),
+    'cuGraphEventWaitNodeSetEvent': (_mk_cuGraphEventWaitNodeSetEvent, 'pp', '..'),
+    'cuGraphExecBatchMemOpNodeSetParams': (_mk_cuGraphExecBatchMemOpNodeSetParams, 'ppp', '...'),
+    'cuGraphExecChildGraphNodeSetParams': (_mk_cuGraphExecChildGraphNodeSetParams, 'ppp', '...'),
+    'cuGraphExecDestroy': (_mk_cuGraphExecDestroy, 'p', '.'),
+    'cuGraphExecEventRecordNodeSetEvent': (_mk_cuGraphExecEventRecordNodeSetEvent, 'ppp', '...'),
+    'cuGraphExecEventWaitNodeSetEvent': (_mk_cuGraphExecEventWaitNodeSetEvent, 'ppp', '...'),
+    'cuGraphExecExternalSemaphoresSignalNodeSetParams': (_mk_cuGraphExecExternalSemaphoresSignalNodeSetParams, 'ppp', '...'),
+    'cuGraphExecExternalSemaphoresWaitNodeSetParams': (_mk_cuGraphExecExternalSemaphoresWaitNodeSetParams, 'ppp', '...'),
+    'cuGraphExecGetFlags': (_mk_cuGraphExecGetFlags, 'pp', '.Q'),
+    'cuGraphExecHostNodeSetParams': (_mk_cuGraphExecHostNodeSetParams, 'ppp', '...'),
+    'cuGraphExecKernelNodeSetParams': (_mk_cuGraphExecKernelNodeSetParams, 'ppp', '...'),
+    'cuGraphExecMemcpyNodeSetParams': (_mk_cuGraphExecMemcpyNodeSetParams, 'pppp', '....'),
+    'cuGraphExecMemsetNodeSetParams': (_mk_cuGraphExecMemsetNodeSetParams, 'pppp', '....'),
+    'cuGraphExecNodeSetParams': (_mk_cuGraphExecNodeSetParams, 'ppp', '...'),
+    'cuGraphExecUpdate': (_mk_cuGraphExecUpdate, 'ppp', '...'),
+    'cuGraphExternalSemaphoresSignalNodeGetParams': (_mk_cuGraphExternalSemaphoresSignalNodeGetParams, 'pp', '..'),
+    'cuGraphExternalSemaphoresSignalNodeSetParams': (_mk_cuGraphExternalSemaphoresSignalNodeSetParams, 'pp', '..'),
+    'cuGraphExternalSemaphoresWaitNodeGetParams': (_mk_cuGraphExternalSemaphoresWaitNodeGetParams, 'pp', '..'),
+    'cuGraphExternalSemaphoresWaitNodeSetParams': (_mk_cuGraphExternalSemaphoresWaitNodeSetParams, 'pp', '..'),
+    'cuGraphGetEdges': (_mk_cuGraphGetEdges, 'ppppp', '....z'),
+    'cuGraphGetNodes': (_mk_cuGraphGetNodes, 'ppp', '..z'),
+    'cuGraphGetRootNodes': (_mk_cuGraphGetRootNodes, 'ppp', '..z'),
+    'cuGraphHostNodeGetParams': (_mk_cuGraphHostNodeGetParams, 'pp', '..'),
+    'cuGraphHostNodeSetParams': (_mk_cuGraphHostNodeSetParams, 'pp', '..'),
+    'cuGraphInstantiate': (_mk_cuGraphInstantiate, 'ppQ', 'p..'),
+    'cuGraphInstantiateWithParams': (_mk_cuGraphInstantiateWithParams, 'ppp', 'p..'),
+    'cuGraphKernelNodeCopyAttributes': (_mk_cuGraphKernelNodeCopyAttributes, 'pp', '..'),
+    'cuGraphKernelNodeGetAttribute': (_mk_cuGraphKernelNodeGetAttribute, 'pIp', '...'),
+    'cuGraphKernelNodeGetParams': (_mk_cuGraphKernelNodeGetParams, 'pp', '..'),
+    'cuGraphKernelNodeSetAttribute': (_mk_cuGraphKernelNodeSetAttribute, 'pIp', '...'),
+    'cuGraphKernelNodeSetParams': (_mk_cuGraphKernelNodeSetParams, 'pp', '..'),
+    'cuGraphLaunch': (_mk_cuGraphLaunch, 'pp', '..'),
+    'cuGraphMemAllocNodeGetParams': (_mk_cuGraphMemAllocNodeGetParams, 'pp', '..'),
+    'cuGraphMemFreeNodeGetParams': (_mk_cuGraphMemFreeNodeGetParams, 'pp', '.Q'),
+    'cuGraphMemcpyNodeGetParams': (_mk_cuGraphMemcpyNodeGetParams, 'pp', '..'),
+    'cuGraphMemcpyNodeSetParams': (_mk_cuGraphMemcpyNodeSetParams, 'pp', '..'),
+    'cuGraphMemsetNodeGetParams': (_mk_cuGraphMemsetNodeGetParams, 'pp', '..'),
+    'cuGraphMemsetNodeSetParams': (_mk_cuGraphMemsetNodeSetParams, 'pp', '..'),
+    'cuGraphNodeFindInClone': (_mk_cuGraphNodeFindInClone, 'ppp', 'p..'),
+    'cuGraphNodeGetDependencies': (_mk_cuGraphNodeGetDependencies, 'pppp', '...z'),
+    'cuGraphNodeGetDependentNodes': (_mk_cuGraphNodeGetDependentNodes, 'pppp', '...z'),
+    'cuGraphNodeGetEnabled': (_mk_cuGraphNodeGetEnabled, 'ppp', '..I'),
+    'cuGraphNodeGetType': (_mk_cuGraphNodeGetType, 'pp', '.I'),
+    'cuGraphNodeSetEnabled': (_mk_cuGraphNodeSetEnabled, 'ppI', '...'),
+    'cuGraphNodeSetParams': (_mk_cuGraphNodeSetParams, 'pp', '..'),
+    'cuGraphReleaseUserObject': (_mk_cuGraphReleaseUserObject, 'ppI', '...'),
+    'cuGraphRemoveDependencies': (_mk_cuGraphRemoveDependencies, 'ppppz', '.....'),
+    'cuGraphRetainUserObject': (_mk_cuGraphRetainUserObject, 'ppII', '....'),
+    'cuGraphUpload': (_mk_cuGraphUpload, 'pp', '..'),
+    'cuGraphicsMapResources': (_mk_cuGraphicsMapResources, 'Ipp', '...'),
+    'cuGraphicsResourceGetMappedMipmappedArray': (_mk_cuGraphicsResourceGetMappedMipmappedArray, 'pp', 'p.'),
+    'cuGraphicsResourceGetMappedPointer': (_mk_cuGraphicsResourceGetMappedPointer, 'ppp', 'Qz.'),
+    'cuGraphicsResourceSetMapFlags': (_mk_cuGraphicsResourceSetMapFlags, 'pI', '..'),
+    'cuGraphicsSubResourceGetMappedArray': (_mk_cuGraphicsSubResourceGetMappedArray, 'ppII', 'p...'),
+    'cuGraphicsUnmapResources': (_mk_cuGraphicsUnmapResources, 'Ipp', '...'),
+    'cuGraphicsUnregisterResource': (_mk_cuGraphicsUnregisterResource, 'p', '.'),
+    'cuGreenCtxCreate': (_mk_cuGreenCtxCreate, 'ppiI', 'p...'),
+    'cuGreenCtxDestroy': (_mk_cuGreenCtxDestroy, 'p', '.'),
+    'cuGreenCtxGetDevResource': (_mk_cuGreenCtxGetDevResource, 'ppI', '...'),
+    'cuGreenCtxGetId': (_mk_cuGreenCtxGetId, 'pp', '.Q'),
+    'cuGreenCtxRecordEvent': (_mk_cuGreenCtxRecordEvent, 'pp', '..'),
+    'cuGreenCtxStreamCreate': (_mk_cuGreenCtxStreamCreate, 'ppIi', 'p...'),
+    'cuGreenCtxWaitEvent': (_mk_cuGreenCtxWaitEvent, 'pp', '..'),
+    'cuImportExternalMemory': (_mk_cuImportExternalMemory, 'pp', 'p.'),
+    'cuImportExternalSemaphore': (_mk_cuImportExternalSemaphore, 'pp', 'p.'),
+    'cuInit': (_mk_cuInit, 'I', '.'),
+    'cuIpcCloseMemHandle': (_mk_cuIpcCloseMemHandle, 'Q', '.'),
+    'cuIpcGetEventHandle': (_mk_cuIpcGetEventHandle, 'pp', '..'),
+    'cuIpcGetMemHandle': (_mk_cuIpcGetMemHandle, 'pQ', '..'),
+    'cuIpcOpenEventHandle': (_mk_cuIpcOpenEventHandle, 'p{[64]}', 'p.'),
+    'cuIpcOpenMemHandle': (_mk_cuIpcOpenMemHandle, 'p{[64]}I', 'Q..'),
+    'cuKernelGetAttribute': (_mk_cuKernelGetAttribute, 'pIpi', 'i...'),
+    'cuKernelGetFunction': (_mk_cuKernelGetFunction, 'pp', 'p.'),
+    'cuKernelGetLibrary': (_mk_cuKernelGetLibrary, 'pp', 'p.'),
+    'cuKernelGetName': (_mk_cuKernelGetName, 'pp', 'p.'),
+    'cuKernelGetParamInfo': (_mk_cuKernelGetParamInfo, 'pzpp', '..zz'),
+    'cuKernelSetAttribute': (_mk_cuKernelSetAttribute, 'Iipi', '....'),
+    'cuKernelSetCacheConfig': (_mk_cuKernelSetCacheConfig, 'pIi', '...'),
+    'cuLaunch': (_mk_cuLaunch, 'p', '.'),
+    'cuLaunchCooperativeKernel': (_mk_cuLaunchCooperativeKernel, 'pIIIIIIIpp', '..........'),
+    'cuLaunchCooperativeKernelMultiDevice': (_mk_cuLaunchCooperativeKernelMultiDevice, 'pII', '...'),
+    'cuLaunchGrid': (_mk_cuLaunchGrid, 'pii', '...'),
+    'cuLaunchGridAsync': (_mk_cuLaunchGridAsync, 'piip', '....'),
+    'cuLaunchHostFunc': (_mk_cuLaunchHostFunc, 'ppp', '...'),
+    'cuLaunchKernel': (_mk_cuLaunchKernel, 'pIIIIIIIppp', '...........'),
+    'cuLaunchKernelEx': (_mk_cuLaunchKernelEx, 'pppp', '....'),
+    'cuLibraryEnumerateKernels': (_mk_cuLibraryEnumerateKernels, 'pIp', '...'),
+    'cuLibraryGetGlobal': (_mk_cuLibraryGetGlobal, 'pppp', 'Qz..'),
+    'cuLibraryGetKernel': (_mk_cuLibraryGetKernel, 'ppp', 'p..'),
+    'cuLibraryGetKernelCount': (_mk_cuLibraryGetKernelCount, 'pp', 'I.'),
+    'cuLibraryGetManaged': (_mk_cuLibraryGetManaged, 'pppp', 'Qz..'),
+    'cuLibraryGetModule': (_mk_cuLibraryGetModule, 'pp', 'p.'),
+    'cuLibraryGetUnifiedFunction': (_mk_cuLibraryGetUnifiedFunction, 'ppp', 'p..'),
+    'cuLibraryLoadData': (_mk_cuLibraryLoadData, 'ppppIppI', 'p.......'),
+    'cuLibraryLoadFromFile': (_mk_cuLibraryLoadFromFile, 'ppppIppI', 'p.......'),
+    'cuLibraryUnload': (_mk_cuLibraryUnload, 'p', '.'),
+    'cuLinkAddData': (_mk_cuLinkAddData, 'pIpzpIpp', '........'),
+    'cuLinkAddFile': (_mk_cuLinkAddFile, 'pIpIpp', '......'),
+    'cuLinkComplete': (_mk_cuLinkComplete, 'ppp', '.pz'),
+    'cuLinkCreate': (_mk_cuLinkCreate, 'Ippp', '...p'),
+    'cuLinkDestroy': (_mk_cuLinkDestroy, 'p', '.'),
+    'cuLogsCurrent': (_mk_cuLogsCurrent, 'pI', 'I.'),
+    'cuLogsDumpToFile': (_mk_cuLogsDumpToFile, 'ppI', 'I..'),
+    'cuLogsDumpToMemory': (_mk_cuLogsDumpToMemory, 'pppI', 'I.z.'),
+    'cuLogsRegisterCallback': (_mk_cuLogsRegisterCallback, 'ppp', '..p'),
+    'cuLogsUnregisterCallback': (_mk_cuLogsUnregisterCallback, 'p', '.'),
+    'cuMemAddressFree': (_mk_cuMemAddressFree, 'Qz', '..'),
+    'cuMemAddressReserve': (_mk_cuMemAddressReserve, 'pzzQQ', 'Q....'),
+    'cuMemAdvise': (_mk_cuMemAdvise, 'QzI{Ii}', '....'),
+    'cuMemAlloc': (_mk_cuMemAlloc, 'pz', 'Q.'),
+    'cuMemAllocAsync': (_mk_cuMemAllocAsync, 'pzp', 'Q..'),
+    'cuMemAllocFromPoolAsync': (_mk_cuMemAllocFromPoolAsync, 'pzpp', 'Q...'),
+    'cuMemAllocHost': (_mk_cuMemAllocHost, 'pz', 'p.'),
+    'cuMemAllocManaged': (_mk_cuMemAllocManaged, 'pzI', 'Q..'),
+    'cuMemAllocPitch': (_mk_cuMemAllocPitch, 'ppzzI', 'Qz...'),
+    'cuMemBatchDecompressAsync': (_mk_cuMemBatchDecompressAsync, 'pzIpp', '...z.'),
+    'cuMemCreate': (_mk_cuMemCreate, 'pzpQ', 'Q...'),
+    'cuMemDiscardAndPrefetchBatchAsync': (_mk_cuMemDiscardAndPrefetchBatchAsync, 'ppzppzQp', '........'),
+    'cuMemDiscardBatchAsync': (_mk_cuMemDiscardBatchAsync, 'ppzQp', '.....'),
+    'cuMemExportToShareableHandle': (_mk_cuMemExportToShareableHandle, 'pQIQ', '....'),
+    'cuMemFree': (_mk_cuMemFree, 'Q', '.'),
+    'cuMemFreeAsync': (_mk_cuMemFreeAsync, 'Qp', '..'),
+    'cuMemFreeHost': (_mk_cuMemFreeHost, 'p', '.'),
+    'cuMemGetAccess': (_mk_cuMemGetAccess, 'ppQ', 'Q..'),
+    'cuMemGetAddressRange': (_mk_cuMemGetAddressRange, 'ppQ', 'Qz.'),
+    'cuMemGetAllocationGranularity': (_mk_cuMemGetAllocationGranularity, 'ppI', 'z..'),
+    'cuMemGetAllocationPropertiesFromHandle': (_mk_cuMemGetAllocationPropertiesFromHandle, 'pQ', '..'),
+    'cuMemGetDefaultMemPool': (_mk_cuMemGetDefaultMemPool, 'ppI', 'p..'),
+    'cuMemGetHandleForAddressRange': (_mk_cuMemGetHandleForAddressRange, 'pQzIQ', '.....'),
+    'cuMemGetInfo': (_mk_cuMemGetInfo, 'pp', 'zz'),
+    'cuMemGetMemPool': (_mk_cuMemGetMemPool, 'ppI', 'p..'),
+    'cuMemHostAlloc': (_mk_cuMemHostAlloc, 'pzI', 'p..'),
+    'cuMemHostGetDevicePointer': (_mk_cuMemHostGetDevicePointer, 'ppI', 'Q..'),
+    'cuMemHostGetFlags': (_mk_cuMemHostGetFlags, 'pp', 'I.'),
+    'cuMemHostRegister': (_mk_cuMemHostRegister, 'pzI', '...'),
+    'cuMemHostUnregister': (_mk_cuMemHostUnregister, 'p', '.'),
+    'cuMemImportFromShareableHandle': (_mk_cuMemImportFromShareableHandle, 'ppI', 'Q..'),
+    'cuMemMap': (_mk_cuMemMap, 'QzzQQ', '.....'),
+    'cuMemMapArrayAsync': (_mk_cuMemMapArrayAsync, 'pIp', '...'),
+    'cuMemPoolCreate': (_mk_cuMemPoolCreate, 'pp', 'p.'),
+    'cuMemPoolDestroy': (_mk_cuMemPoolDestroy, 'p', '.'),
+    'cuMemPoolExportPointer': (_mk_cuMemPoolExportPointer, 'pQ', '..'),
+    'cuMemPoolExportToShareableHandle': (_mk_cuMemPoolExportToShareableHandle, 'ppIQ', '....'),
+    'cuMemPoolGetAccess': (_mk_cuMemPoolGetAccess, 'ppp', 'I..'),
+    'cuMemPoolGetAttribute': (_mk_cuMemPoolGetAttribute, 'pIp', '...'),
+    'cuMemPoolImportFromShareableHandle': (_mk_cuMemPoolImportFromShareableHandle, 'ppIQ', 'p...'),
+    'cuMemPoolImportPointer': (_mk_cuMemPoolImportPointer, 'ppp', 'Q..'),
+    'cuMemPoolSetAccess': (_mk_cuMemPoolSetAccess, 'ppz', '...'),
+    'cuMemPoolSetAttribute': (_mk_cuMemPoolSetAttribute, 'pIp', '...'),
+    'cuMemPoolTrimTo': (_mk_cuMemPoolTrimTo, 'pz', '..'),
+    'cuMemPrefetchAsync': (_mk_cuMemPrefetchAsync, 'Qz{Ii}Ip', '.....'),
+    'cuMemPrefetchBatchAsync': (_mk_cuMemPrefetchBatchAsync, 'ppzppzQp', '........'),
+    'cuMemRangeGetAttribute': (_mk_cuMemRangeGetAttribute, 'pzIQz', '.....'),
+    'cuMemRangeGetAttributes': (_mk_cuMemRangeGetAttributes, 'pppzQz', '......'),
+    'cuMemRelease': (_mk_cuMemRelease, 'Q', '.'),
+    'cuMemRetainAllocationHandle': (_mk_cuMemRetainAllocationHandle, 'pp', 'Q.'),
+    'cuMemSetAccess': (_mk_cuMemSetAccess, 'Qzpz', '....'),
+    'cuMemSetMemPool': (_mk_cuMemSetMemPool, 'pIp', '...'),
+    'cuMemUnmap': (_mk_cuMemUnmap, 'Qz', '..'),
+    'cuMemcpy': (_mk_cuMemcpy, 'QQz', '...'),
+    'cuMemcpy2D': (_mk_cuMemcpy2D, 'p', '.'),
+    'cuMemcpy2DAsync': (_mk_cuMemcpy2DAsync, 'pp', '..'),
+    'cuMemcpy2DUnaligned': (_mk_cuMemcpy2DUnaligned, 'p', '.'),
+    'cuMemcpy3D': (_mk_cuMemcpy3D, 'p', '.'),
+    'cuMemcpy3DAsync': (_mk_cuMemcpy3DAsync, 'pp', '..'),
+    'cuMemcpy3DBatchAsync': (_mk_cuMemcpy3DBatchAsync, 'zpQp', '....'),
+    'cuMemcpy3DPeer': (_mk_cuMemcpy3DPeer, 'p', '.'),
+    'cuMemcpy3DPeerAsync': (_mk_cuMemcpy3DPeerAsync, 'pp', '..'),
+    'cuMemcpyAsync': (_mk_cuMemcpyAsync, 'QQzp', '....'),
+    'cuMemcpyAtoA': (_mk_cuMemcpyAtoA, 'pzpzz', '.....'),
+    'cuMemcpyAtoD': (_mk_cuMemcpyAtoD, 'Qpzz', '....'),
+    'cuMemcpyAtoH': (_mk_cuMemcpyAtoH, 'ppzz', '....'),
+    'cuMemcpyAtoHAsync': (_mk_cuMemcpyAtoHAsync, 'ppzzp', '.....'),
+    'cuMemcpyBatchAsync': (_mk_cuMemcpyBatchAsync, 'pppzppzp', '........'),
+    'cuMemcpyDtoA': (_mk_cuMemcpyDtoA, 'pzQz', '....'),
+    'cuMemcpyDtoD': (_mk_cuMemcpyDtoD, 'QQz', '...'),
+    'cuMemcpyDtoDAsync': (_mk_cuMemcpyDtoDAsync, 'QQzp', '....'),
+    'cuMemcpyDtoH': (_mk_cuMemcpyDtoH, 'pQz', '...'),
+    'cuMemcpyDtoHAsync': (_mk_cuMemcpyDtoHAsync, 'pQzp', '....'),
+    'cuMemcpyHtoA': (_mk_cuMemcpyHtoA, 'pzpz', '....'),
+    'cuMemcpyHtoAAsync': (_mk_cuMemcpyHtoAAsync, 'pzpzp', '.....'),
+    'cuMemcpyHtoD': (_mk_cuMemcpyHtoD, 'Qpz', '...'),
+    'cuMemcpyHtoDAsync': (_mk_cuMemcpyHtoDAsync, 'Qpzp', '....'),
+    'cuMemcpyPeer': (_mk_cuMemcpyPeer, 'QpQpz', '.....'),
+    'cuMemcpyPeerAsync': (_mk_cuMemcpyPeerAsync, 'QpQpzp', '......'),
+    'cuMemsetD16': (_mk_cuMemsetD16, 'QHz', '...'),
+    'cuMemsetD16Async': (_mk_cuMemsetD16Async, 'QHzp', '....'),
+    'cuMemsetD2D16': (_mk_cuMemsetD2D16, 'QzHzz', '.....'),
+    'cuMemsetD2D16Async': (_mk_cuMemsetD2D16Async, 'QzHzzp', '......'),
+    'cuMemsetD2D32': (_mk_cuMemsetD2D32, 'QzIzz', '.....'),
+    'cuMemsetD2D32Async': (_mk_cuMemsetD2D32Async, 'QzIzzp', '......'),
+    'cuMemsetD2D8': (_mk_cuMemsetD2D8, 'QzBzz', '.....'),
+    'cuMemsetD2D8Async': (_mk_cuMemsetD2D8Async, 'QzBzzp', '......'),
+    'cuMemsetD32': (_mk_cuMemsetD32, 'QIz', '...'),
+    'cuMemsetD32Async': (_mk_cuMemsetD32Async, 'QIzp', '....'),
+    'cuMemsetD8': (_mk_cuMemsetD8, 'QBz', '...'),
+    'cuMemsetD8Async': (_mk_cuMemsetD8Async, 'QBzp', '....'),
+    'cuMipmappedArrayCreate': (_mk_cuMipmappedArrayCreate, 'ppI', 'p..'),
+    'cuMipmappedArrayDestroy': (_mk_cuMipmappedArrayDestroy, 'p', '.'),
+    'cuMipmappedArrayGetLevel': (_mk_cuMipmappedArrayGetLevel, 'ppI', 'p..'),
+    'cuMipmappedArrayGetMemoryRequirements': (_mk_cuMipmappedArrayGetMemoryRequirements, 'ppi', '...'),
+    'cuMipmappedArrayGetSparseProperties': (_mk_cuMipmappedArrayGetSparseProperties, 'pp', '..'),
+    'cuModuleEnumerateFunctions': (_mk_cuModuleEnumerateFunctions, 'pIp', '...'),
+    'cuModuleGetFunction': (_mk_cuModuleGetFunction, 'ppp', 'p..'),
+    'cuModuleGetFunctionCount': (_mk_cuModuleGetFunctionCount, 'pp', 'I.'),
+    'cuModuleGetGlobal': (_mk_cuModuleGetGlobal, 'pppp', 'Qz..'),
+    'cuModuleGetLoadingMode': (_mk_cuModuleGetLoadingMode, 'p', 'I'),
+    'cuModuleGetSurfRef': (_mk_cuModuleGetSurfRef, 'ppp', 'p..'),
+    'cuModuleGetTexRef': (_mk_cuModuleGetTexRef, 'ppp', 'p..'),
+    'cuModuleLoad': (_mk_cuModuleLoad, 'pp', 'p.'),
+    'cuModuleLoadData': (_mk_cuModuleLoadData, 'pp', 'p.'),
+    'cuModuleLoadDataEx': (_mk_cuModuleLoadDataEx, 'ppIpp', 'p....'),
+    'cuModuleLoadFatBinary': (_mk_cuModuleLoadFatBinary, 'pp', 'p.'),
+    'cuModuleUnload': (_mk_cuModuleUnload, 'p', '.'),
+    'cuMulticastAddDevice': (_mk_cuMulticastAddDevice, 'Qi', '..'),
+    'cuMulticastBindAddr': (_mk_cuMulticastBindAddr, 'QzQzQ', '.....'),
+    'cuMulticastBindMem': (_mk_cuMulticastBindMem, 'QzQzzQ', '......'),
+    'cuMulticastCreate': (_mk_cuMulticastCreate, 'pp', 'Q.'),
+    'cuMulticastGetGranularity': (_mk_cuMulticastGetGranularity, 'ppI', 'z..'),
+    'cuMulticastUnbind': (_mk_cuMulticastUnbind, 'Qizz', '....'),
+    'cuOccupancyAvailableDynamicSMemPerBlock': (_mk_cuOccupancyAvailableDynamicSMemPerBlock, 'ppii', 'z...'),
+    'cuOccupancyMaxActiveBlocksPerMultiprocessor': (_mk_cuOccupancyMaxActiveBlocksPerMultiprocessor, 'ppiz', 'i...'),
+    'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags': (_mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 'ppizI', 'i....'),
+    'cuOccupancyMaxActiveClusters': (_mk_cuOccupancyMaxActiveClusters, 'ppp', 'i..'),
+    'cuOccupancyMaxPotentialBlockSize': (_mk_cuOccupancyMaxPotentialBlockSize, 'ppppzi', 'ii....'),
+    'cuOccupancyMaxPotentialBlockSizeWithFlags': (_mk_cuOccupancyMaxPotentialBlockSizeWithFlags, 'ppppziI', 'ii.....'),
+    'cuOccupancyMaxPotentialClusterSize': (_mk_cuOccupancyMaxPotentialClusterSize, 'ppp', 'i..'),
+    'cuParamSetSize': (_mk_cuParamSetSize, 'pI', '..'),
+    'cuParamSetTexRef': (_mk_cuParamSetTexRef, 'pip', '...'),
+    'cuParamSetf': (_mk_cuParamSetf, 'pif', '...'),
+    'cuParamSeti': (_mk_cuParamSeti, 'piI', '...'),
+    'cuParamSetv': (_mk_cuParamSetv, 'pipI', '....'),
+    'cuPointerGetAttribute': (_mk_cuPointerGetAttribute, 'pIQ', '...'),
+    'cuPointerGetAttributes': (_mk_cuPointerGetAttributes, 'IppQ', '....'),
+    'cuPointerSetAttribute': (_mk_cuPointerSetAttribute, 'pIQ', '...'),
+    'cuProfilerInitialize': (_mk_cuProfilerInitialize, 'ppI', '...'),
+    'cuProfilerStart': (_mk_cuProfilerStart, '', ''),
+    'cuProfilerStop': (_mk_cuProfilerStop, '', ''),
+    'cuSignalExternalSemaphoresAsync': (_mk_cuSignalExternalSemaphoresAsync, 'ppIp', '....'),
+    'cuStreamAddCallback': (_mk_cuStreamAddCallback, 'pppI', '....'),
+    'cuStreamAttachMemAsync': (_mk_cuStreamAttachMemAsync, 'pQzI', '....'),
+    'cuStreamBatchMemOp': (_mk_cuStreamBatchMemOp, 'pIpI', '....'),
+    'cuStreamBeginCapture': (_mk_cuStreamBeginCapture, 'pI', '..'),
+    'cuStreamBeginCaptureToGraph': (_mk_cuStreamBeginCaptureToGraph, 'ppppzI', '......'),
+    'cuStreamCopyAttributes': (_mk_cuStreamCopyAttributes, 'pp', '..'),
+    'cuStreamCreate': (_mk_cuStreamCreate, 'pI', 'p.'),
+    'cuStreamCreateWithPriority': (_mk_cuStreamCreateWithPriority, 'pIi', 'p..'),
+    'cuStreamDestroy': (_mk_cuStreamDestroy, 'p', '.'),
+    'cuStreamEndCapture': (_mk_cuStreamEndCapture, 'pp', '.p'),
+    'cuStreamGetAttribute': (_mk_cuStreamGetAttribute, 'pIp', '...'),
+    'cuStreamGetCaptureInfo': (_mk_cuStreamGetCaptureInfo, 'ppppppp', '.IQpppz'),
+    'cuStreamGetCtx': (_mk_cuStreamGetCtx, 'pp', '.p'),
+    'cuStreamGetCtx_v2': (_mk_cuStreamGetCtx_v2, 'ppp', '.pp'),
+    'cuStreamGetDevice': (_mk_cuStreamGetDevice, 'pp', '.i'),
+    'cuStreamGetFlags': (_mk_cuStreamGetFlags, 'pp', '.I'),
+    'cuStreamGetGreenCtx': (_mk_cuStreamGetGreenCtx, 'pp', '.p'),
+    'cuStreamGetId': (_mk_cuStreamGetId, 'pp', '.Q'),
+    'cuStreamGetPriority': (_mk_cuStreamGetPriority, 'pp', '.i'),
+    'cuStreamIsCapturing': (_mk_cuStreamIsCapturing, 'pp', '.I'),
+    'cuStreamQuery': (_mk_cuStreamQuery, 'p', '.'),
+    'cuStreamSetAttribute': (_mk_cuStreamSetAttribute, 'pIp', '...'),
+    'cuStreamSynchronize': (_mk_cuStreamSynchronize, 'p', '.'),
+    'cuStreamUpdateCaptureDependencies': (_mk_cuStreamUpdateCaptureDependencies, 'pppzI', '.....'),
+    'cuStreamWaitEvent': (_mk_cuStreamWaitEvent, 'ppI', '...'),
+    'cuStreamWaitValue32': (_mk_cuStreamWaitValue32, 'pQII', '....'),
+    'cuStreamWaitValue64': (_mk_cuStreamWaitValue64, 'pQQI', '....'),
+    'cuStreamWriteValue32': (_mk_cuStreamWriteValue32, 'pQII', '....'),
+    'cuStreamWriteValue64': (_mk_cuStreamWriteValue64, 'pQQI', '....'),
+    'cuSurfObjectCreate': (_mk_cuSurfObjectCreate, 'pp', 'Q.'),
+    'cuSurfObjectDestroy': (_mk_cuSurfObjectDestroy, 'Q', '.'),
+    'cuSurfObjectGetResourceDesc': (_mk_cuSurfObjectGetResourceDesc, 'pQ', '..'),
+    'cuSurfRefGetArray': (_mk_cuSurfRefGetArray, 'pp', 'p.'),
+    'cuSurfRefSetArray': (_mk_cuSurfRefSetArray, 'ppI', '...'),
+    'cuTensorMapEncodeIm2col': (_mk_cuTensorMapEncodeIm2col, 'pIIpppppIIpIIII', '...............'),
+    'cuTensorMapEncodeIm2colWide': (_mk_cuTensorMapEncodeIm2colWide, 'pIIpppiiIIpIIIII', '................'),
+    'cuTensorMapEncodeTiled': (_mk_cuTensorMapEncodeTiled, 'pIIpppppIIII', '............'),
+    'cuTensorMapReplaceAddress': (_mk_cuTensorMapReplaceAddress, 'pp', '..'),
+    'cuTexObjectCreate': (_mk_cuTexObjectCreate, 'pppp', 'Q...'),
+    'cuTexObjectDestroy': (_mk_cuTexObjectDestroy, 'Q', '.'),
+    'cuTexObjectGetResourceDesc': (_mk_cuTexObjectGetResourceDesc, 'pQ', '..'),
+    'cuTexObjectGetResourceViewDesc': (_mk_cuTexObjectGetResourceViewDesc, 'pQ', '..'),
+    'cuTexObjectGetTextureDesc': (_mk_cuTexObjectGetTextureDesc, 'pQ', '..'),
+    'cuTexRefCreate': (_mk_cuTexRefCreate, 'p', 'p'),
+    'cuTexRefDestroy': (_mk_cuTexRefDestroy, 'p', '.'),
+    'cuTexRefGetAddress': (_mk_cuTexRefGetAddress, 'pp', 'Q.'),
+    'cuTexRefGetAddressMode': (_mk_cuTexRefGetAddressMode, 'ppi', 'I..'),
+    'cuTexRefGetArray': (_mk_cuTexRefGetArray, 'pp', 'p.'),
+    'cuTexRefGetBorderColor': (_mk_cuTexRefGetBorderColor, 'pp', 'f.'),
+    'cuTexRefGetFilterMode': (_mk_cuTexRefGetFilterMode, 'pp', 'I.'),
+    'cuTexRefGetFlags': (_mk_cuTexRefGetFlags, 'pp', 'I.'),
+    'cuTexRefGetFormat': (_mk_cuTexRefGetFormat, 'ppp', 'Ii.'),
+    'cuTexRefGetMaxAnisotropy': (_mk_cuTexRefGetMaxAnisotropy, 'pp', 'i.'),
+    'cuTexRefGetMipmapFilterMode': (_mk_cuTexRefGetMipmapFilterMode, 'pp', 'I.'),
+    'cuTexRefGetMipmapLevelBias': (_mk_cuTexRefGetMipmapLevelBias, 'pp', 'f.'),
+    'cuTexRefGetMipmapLevelClamp': (_mk_cuTexRefGetMipmapLevelClamp, 'ppp', 'ff.'),
+    'cuTexRefGetMipmappedArray': (_mk_cuTexRefGetMipmappedArray, 'pp', 'p.'),
+    'cuTexRefSetAddress': (_mk_cuTexRefSetAddress, 'ppQz', 'z...'),
+    'cuTexRefSetAddress2D': (_mk_cuTexRefSetAddress2D, 'ppQz', '....'),
+    'cuTexRefSetAddressMode': (_mk_cuTexRefSetAddressMode, 'piI', '...'),
+    'cuTexRefSetArray': (_mk_cuTexRefSetArray, 'ppI', '...'),
+    'cuTexRefSetBorderColor': (_mk_cuTexRefSetBorderColor, 'pp', '.f'),
+    'cuTexRefSetFilterMode': (_mk_cuTexRefSetFilterMode, 'pI', '..'),
+    'cuTexRefSetFlags': (_mk_cuTexRefSetFlags, 'pI', '..'),
+    'cuTexRefSetFormat': (_mk_cuTexRefSetFormat, 'pIi', '...'),
+    'cuTexRefSetMaxAnisotropy': (_mk_cuTexRefSetMaxAnisotropy, 'pI', '..'),
+    'cuTexRefSetMipmapFilterMode': (_mk_cuTexRefSetMipmapFilterMode, 'pI', '..'),
+    'cuTexRefSetMipmapLevelBias': (_mk_cuTexRefSetMipmapLevelBias, 'pf', '..'),
+    'cuTexRefSetMipmapLevelClamp': (_mk_cuTexRefSetMipmapLevelClamp, 'pff', '...'),
+    'cuTexRefSetMipmappedArray': (_mk_cuTexRefSetMipmappedArray, 'ppI', '...'),
+    'cuThreadExchangeStreamCaptureMode': (_mk_cuThreadExchangeStreamCaptureMode, 'p', 'I'),
+    'cuUserObjectCreate': (_mk_cuUserObjectCreate, 'pppII', 'p....'),
+    'cuUserObjectRelease': (_mk_cuUserObjectRelease, 'pI', '..'),
+    'cuUserObjectRetain': (_mk_cuUserObjectRetain, 'pI', '..'),
+    'cuWaitExternalSemaphoresAsync': (_mk_cuWaitExternalSemaphoresAsync, 'ppIp', '....'),
 }
 
 
 def __getattr__(name):
     entry = _ENTRY_POINTS.get(name)
     if entry is not None:
-        return _bind(globals(), name, entry[0], entry[1])
+        return _bind(globals(), name, entry[0], entry[1], entry[2])
     from . import _enums
 
     return _enums.lookup(name, globals(), __name__)

@@ -12,7 +12,7 @@ EXAMPLES = os.path.join(ROOT, "examples", "python")
 
 
 def _run(name, *args):
-    env = dict(os.environ, PYTHONPATH=PYDIR)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PYDIR, os.environ.get("PYTHONPATH")])))
     p = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)] + list(args),
                        capture_output=True, text=True, env=env, timeout=600)
     return p.returncode, p.stdout + p.stderr

@@ -181,7 +181,7 @@ def _main(env=None, drop=()):
     e.update(env or {})
     from conftest import PYDIR
 
-    e["PYTHONPATH"] = PYDIR
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [PYDIR, os.environ.get("PYTHONPATH")]))
     p = subprocess.run([sys.executable, "-m", "cuabi"], env=e, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in p.stdout + p.stderr
     return p.returncode, p.stdout
@@ -226,9 +226,10 @@ def test_main_usage():
 
     from conftest import PYDIR
 
+    path = os.pathsep.join(filter(None, [PYDIR, os.environ.get("PYTHONPATH")]))
     p = subprocess.run([sys.executable, "-m", "cuabi", "--help"], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=PYDIR))
+                       env=dict(os.environ, PYTHONPATH=path))
     assert p.returncode == 0 and "Exit codes" in p.stdout
     p = subprocess.run([sys.executable, "-m", "cuabi", "--bogus"], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=PYDIR))
+                       env=dict(os.environ, PYTHONPATH=path))
     assert p.returncode == 1 and "usage" in p.stderr

@@ -49,8 +49,13 @@ def test_installed_wheel_works_without_the_source_tree(wheel, tmp_path):
     with zipfile.ZipFile(wheel) as z:
         z.extractall(target)  # what pip does for a purelib-less wheel, minus bookkeeping
     os.chmod(target / "cuabi" / "libcuabi.so.1", 0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("CUABI_LIBRARY", "PYTHONPATH")}
-    env["PYTHONPATH"] = str(target)
+    # the wheel's own copy of libcuabi, and the backend it picks by itself
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CUABI_LIBRARY", "PYTHONPATH", "CUABI_PY_BACKEND")}
+    # keep only what supplies cffi (if anything): not the source tree
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and os.path.abspath(p) != os.path.abspath(PYDIR)]
+    env["PYTHONPATH"] = os.pathsep.join([str(target)] + extra)
     if FAKE:
         env["CUABI_LIBCUDA"] = FAKE
     p = subprocess.run([sys.executable, "-m", "cuabi"], capture_output=True, text=True, env=env,
