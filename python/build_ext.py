@@ -132,10 +132,12 @@ def compiled_source(text):
         sentinel = "UINT64_MAX" if ret == "uint64_t" else "INT64_MIN"
         decl = ", ".join("%s a%d" % (t, i) for i, t in enumerate(params) if i != k) or "void"
         args = ", ".join("(void *)&o" if i == k else "a%d" % i for i in range(len(params)))
-        lines.append("static %s cuabi_py1_%s(%s) { %s o = 0; int rc = %s; cuabi_py_rc = rc; "
-                     "return rc ? %s : (%s)o; }"
+        # the thread-local is written only when the sentinel is returned
+        lines.append("static %s cuabi_py1_%s(%s) { %s o = 0; int rc = %s; "
+                     "if (rc) { cuabi_py_rc = rc; return %s; } "
+                     "if ((%s)o == %s) cuabi_py_rc = 0; return (%s)o; }"
                      % (ret, name, decl, cell, "p_cuabi_%s ? p_cuabi_%s(%s) : %d" % (name, name, args, missing),
-                        sentinel, ret))
+                        sentinel, ret, sentinel, ret))
     lines.append("static int cuabi_py_bind(const char *path) {")
     lines.append("    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);")
     lines.append("    if (!h) return 1;")

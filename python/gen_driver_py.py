@@ -141,12 +141,12 @@ def _input_lines(params):
     for idx, (kind, letter, p) in enumerate(params):
         a = pyname(p["name"])
         if kind == "value":
-            if letter in "fd":
-                lines.append("        if _chk: _check(%r, %s, %r)" % (letter, a, p["name"]))
-            else:
+            # backends that would truncate (ctypes) range-check here; a wrong type
+            # fails the comparison or the call itself, both raising TypeError
+            if letter not in "fd":
                 lo, hi = _RANGE[letter]
-                lines.append("        if _chk and (%s.__class__ is not int or not %d <= %s <= %d): "
-                             "_check(%r, %s, %r)" % (a, lo, a, hi, letter, a, p["name"]))
+                lines.append("        if _chk and not %d <= %s <= %d: _check(%r, %s, %r)"
+                             % (lo, a, hi, letter, a, p["name"]))
             call.append(a)
         elif kind in ("ptr", "cstr", "devptr"):
             conv = "_cstring" if kind == "cstr" else "_address"
@@ -190,6 +190,7 @@ def gen_function(ep):
         w("")
         w("        return %s" % name)
         w("")
+    w("    _AE = _b.ArgumentError")
     for n, (_i, _kind, letter, _p) in enumerate(outs):
         w("    _n%d = _b.out_types[%r]" % (n, letter))
     for kind, letter, p in params:
@@ -224,7 +225,10 @@ def gen_function(ep):
                 a = pyname(p["name"])
                 w("        if _chk: _check(%r, %s, %r)" % (letter, a, p["name"]))
                 w("        _o%d[0] = %s" % (n, a))
-    w("        _rc = _fn(%s)" % ", ".join(call))
+    w("        try:")
+    w("            _rc = _fn(%s)" % ", ".join(call))
+    w("        except _AE as _e:")
+    w("            raise TypeError('%s: ' + str(_e)) from None" % name)
     w("        if _rc:")
     w("            _raise(_rc, %r)" % name)
     vals = []

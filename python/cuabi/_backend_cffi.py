@@ -64,6 +64,9 @@ class Backend:
     name = _KIND
     checks_ranges = False
 
+    class ArgumentError(Exception):
+        """Never raised: cffi reports bad arguments as TypeError/OverflowError itself."""
+
     def __init__(self, open_with):
         ffi = _ffi
         self.ffi = ffi

@@ -57,6 +57,7 @@ class Backend:
 
     name = "ctypes"
     checks_ranges = True
+    ArgumentError = _C.ArgumentError  # the wrappers re-raise it as TypeError
 
     def __init__(self, open_with):
         def opener(path):

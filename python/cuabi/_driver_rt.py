@@ -16,6 +16,7 @@ from . import _ptr
 from ._libload import backend
 
 local = threading.local
+
 address = _ptr.address
 cstring = _ptr.cstring
 
@@ -79,3 +80,4 @@ def bind(module_globals, name, factory, sig, outs):
     wrapper = factory(native, b, b.checks_ranges)
     module_globals[name] = wrapper
     return wrapper
+

@@ -114,10 +114,7 @@ def {name}(kernel, s, cfg{args}):
 {convert}{pack}    if cfg._ex:
         rc = _launch_ex(h, s, cfg, packet, {size})
     else:
-        lp = _LP[0]
-        if lp is None:
-            lp = _get_lp()
-        rc = lp(h, s, packet[0], {size})
+        rc = _lp(h, s, packet[0], {size})
     kernel._buf = packet
     if rc:
         _raise(rc, "cuabi_launch_packed(%s)" % kernel.name)
@@ -153,7 +150,7 @@ def _make_launcher(params):
     ns = {
         "_Closed": ClosedError, "_Config": LaunchConfig, "_hdr": HEADER.pack_into,
         "_pack": st.pack_into if st is not None else None, "_StructError": struct.error,
-        "_addr": _kernel_pointer, "_launch_ex": _launch_ex, "_LP": _LP, "_get_lp": _get_lp,
+        "_addr": _kernel_pointer, "_launch_ex": _launch_ex, "_lp": backend().launch_packed,
         "_raise": _raise_for,
         "_new_packet": lambda: list(backend().new_buffer(total)) + [None],
     }
@@ -542,15 +539,6 @@ def _launch_inferred(kernel, s, config, *args):
         go(kernel, s, config, *args)
     finally:
         kernel._buf = saved
-
-
-_LP = [None]
-
-
-def _get_lp():
-    """``cuabi_launch_packed`` from the backend, fetched on the first launch."""
-    fn = _LP[0] = backend().launch_packed
-    return fn
 
 
 # CUlaunchConfig: grid[3], block[3], shmem, (pad), hStream, attrs, numAttrs, (pad)

@@ -44,6 +44,7 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
 
         return cuArray3DCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -59,7 +60,10 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pAllocateArray)
+        try:
+            _rc = _fn(_o0, pAllocateArray)
+        except _AE as _e:
+            raise TypeError('cuArray3DCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArray3DCreate')
         return _o0[0]
@@ -68,6 +72,7 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
 
 
 def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuArray3DGetDescriptor(pArrayDescriptor, hArray):
         """cuArray3DGetDescriptor(pArrayDescriptor, hArray) -> None
@@ -79,7 +84,10 @@ def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
         elif _chk and not 0 <= pArrayDescriptor <= 18446744073709551615: _check('p', pArrayDescriptor, 'pArrayDescriptor')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        _rc = _fn(pArrayDescriptor, hArray)
+        try:
+            _rc = _fn(pArrayDescriptor, hArray)
+        except _AE as _e:
+            raise TypeError('cuArray3DGetDescriptor: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArray3DGetDescriptor')
 
@@ -108,6 +116,7 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
 
         return cuArrayCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -123,7 +132,10 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pAllocateArray)
+        try:
+            _rc = _fn(_o0, pAllocateArray)
+        except _AE as _e:
+            raise TypeError('cuArrayCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArrayCreate')
         return _o0[0]
@@ -132,6 +144,7 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
 
 
 def _mk_cuArrayDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuArrayDestroy(hArray):
         """cuArrayDestroy(hArray) -> None
@@ -141,7 +154,10 @@ def _mk_cuArrayDestroy(_fn, _b, _chk):
         """
         if hArray.__class__ is not int: hArray, _k0 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        _rc = _fn(hArray)
+        try:
+            _rc = _fn(hArray)
+        except _AE as _e:
+            raise TypeError('cuArrayDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArrayDestroy')
 
@@ -149,6 +165,7 @@ def _mk_cuArrayDestroy(_fn, _b, _chk):
 
 
 def _mk_cuArrayGetDescriptor(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuArrayGetDescriptor(pArrayDescriptor, hArray):
         """cuArrayGetDescriptor(pArrayDescriptor, hArray) -> None
@@ -160,7 +177,10 @@ def _mk_cuArrayGetDescriptor(_fn, _b, _chk):
         elif _chk and not 0 <= pArrayDescriptor <= 18446744073709551615: _check('p', pArrayDescriptor, 'pArrayDescriptor')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        _rc = _fn(pArrayDescriptor, hArray)
+        try:
+            _rc = _fn(pArrayDescriptor, hArray)
+        except _AE as _e:
+            raise TypeError('cuArrayGetDescriptor: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArrayGetDescriptor')
 
@@ -168,6 +188,7 @@ def _mk_cuArrayGetDescriptor(_fn, _b, _chk):
 
 
 def _mk_cuArrayGetMemoryRequirements(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuArrayGetMemoryRequirements(memoryRequirements, array, device):
         """cuArrayGetMemoryRequirements(memoryRequirements, array, device) -> None
@@ -179,8 +200,11 @@ def _mk_cuArrayGetMemoryRequirements(_fn, _b, _chk):
         elif _chk and not 0 <= memoryRequirements <= 18446744073709551615: _check('p', memoryRequirements, 'memoryRequirements')
         if array.__class__ is not int: array, _k1 = _address(array)
         elif _chk and not 0 <= array <= 18446744073709551615: _check('p', array, 'array')
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
-        _rc = _fn(memoryRequirements, array, device)
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        try:
+            _rc = _fn(memoryRequirements, array, device)
+        except _AE as _e:
+            raise TypeError('cuArrayGetMemoryRequirements: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArrayGetMemoryRequirements')
 
@@ -200,7 +224,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
             """
             if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
             elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-            if _chk and (planeIdx.__class__ is not int or not 0 <= planeIdx <= 4294967295): _check('I', planeIdx, 'planeIdx')
+            if _chk and not 0 <= planeIdx <= 4294967295: _check('I', planeIdx, 'planeIdx')
             _v = _f1(hArray, planeIdx)
             if _v == _S:
                 _rc = _last()
@@ -210,6 +234,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
 
         return cuArrayGetPlane
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -221,12 +246,15 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
         """
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        if _chk and (planeIdx.__class__ is not int or not 0 <= planeIdx <= 4294967295): _check('I', planeIdx, 'planeIdx')
+        if _chk and not 0 <= planeIdx <= 4294967295: _check('I', planeIdx, 'planeIdx')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hArray, planeIdx)
+        try:
+            _rc = _fn(_o0, hArray, planeIdx)
+        except _AE as _e:
+            raise TypeError('cuArrayGetPlane: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArrayGetPlane')
         return _o0[0]
@@ -235,6 +263,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
 
 
 def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuArrayGetSparseProperties(sparseProperties, array):
         """cuArrayGetSparseProperties(sparseProperties, array) -> None
@@ -246,7 +275,10 @@ def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
         elif _chk and not 0 <= sparseProperties <= 18446744073709551615: _check('p', sparseProperties, 'sparseProperties')
         if array.__class__ is not int: array, _k1 = _address(array)
         elif _chk and not 0 <= array <= 18446744073709551615: _check('p', array, 'array')
-        _rc = _fn(sparseProperties, array)
+        try:
+            _rc = _fn(sparseProperties, array)
+        except _AE as _e:
+            raise TypeError('cuArrayGetSparseProperties: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuArrayGetSparseProperties')
 
@@ -254,6 +286,7 @@ def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCheckpointProcessCheckpoint(pid, args):
         """cuCheckpointProcessCheckpoint(pid, args) -> None
@@ -261,10 +294,13 @@ def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessCheckpoint (ABI version 12080): CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
-        _rc = _fn(pid, args)
+        try:
+            _rc = _fn(pid, args)
+        except _AE as _e:
+            raise TypeError('cuCheckpointProcessCheckpoint: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCheckpointProcessCheckpoint')
 
@@ -282,7 +318,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
             Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+            if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
             _v = _f1(pid)
             if _v == _S:
                 _rc = _last()
@@ -292,6 +328,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
 
         return cuCheckpointProcessGetRestoreThreadId
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -301,12 +338,15 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(pid, _o0)
+        try:
+            _rc = _fn(pid, _o0)
+        except _AE as _e:
+            raise TypeError('cuCheckpointProcessGetRestoreThreadId: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCheckpointProcessGetRestoreThreadId')
         return _o0[0]
@@ -325,7 +365,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
             Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+            if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
             _v = _f1(pid)
             if _v == _S:
                 _rc = _last()
@@ -335,6 +375,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
 
         return cuCheckpointProcessGetState
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -344,12 +385,15 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(pid, _o0)
+        try:
+            _rc = _fn(pid, _o0)
+        except _AE as _e:
+            raise TypeError('cuCheckpointProcessGetState: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCheckpointProcessGetState')
         return _o0[0]
@@ -358,6 +402,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCheckpointProcessLock(pid, args):
         """cuCheckpointProcessLock(pid, args) -> None
@@ -365,10 +410,13 @@ def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessLock (ABI version 12080): CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
-        _rc = _fn(pid, args)
+        try:
+            _rc = _fn(pid, args)
+        except _AE as _e:
+            raise TypeError('cuCheckpointProcessLock: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCheckpointProcessLock')
 
@@ -376,6 +424,7 @@ def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessRestore(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCheckpointProcessRestore(pid, args):
         """cuCheckpointProcessRestore(pid, args) -> None
@@ -383,10 +432,13 @@ def _mk_cuCheckpointProcessRestore(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessRestore (ABI version 12080): CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
-        _rc = _fn(pid, args)
+        try:
+            _rc = _fn(pid, args)
+        except _AE as _e:
+            raise TypeError('cuCheckpointProcessRestore: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCheckpointProcessRestore')
 
@@ -394,6 +446,7 @@ def _mk_cuCheckpointProcessRestore(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCheckpointProcessUnlock(pid, args):
         """cuCheckpointProcessUnlock(pid, args) -> None
@@ -401,10 +454,13 @@ def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessUnlock (ABI version 12080): CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (pid.__class__ is not int or not -2147483648 <= pid <= 2147483647): _check('i', pid, 'pid')
+        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
-        _rc = _fn(pid, args)
+        try:
+            _rc = _fn(pid, args)
+        except _AE as _e:
+            raise TypeError('cuCheckpointProcessUnlock: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCheckpointProcessUnlock')
 
@@ -412,6 +468,7 @@ def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
 
 
 def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -422,7 +479,7 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -431,7 +488,10 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', size, 'size')
         _o0[0] = size
-        _rc = _fn(attrib, value, _o0)
+        try:
+            _rc = _fn(attrib, value, _o0)
+        except _AE as _e:
+            raise TypeError('cuCoredumpGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCoredumpGetAttribute')
         return _o0[0]
@@ -440,6 +500,7 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -450,7 +511,7 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -459,7 +520,10 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', size, 'size')
         _o0[0] = size
-        _rc = _fn(attrib, value, _o0)
+        try:
+            _rc = _fn(attrib, value, _o0)
+        except _AE as _e:
+            raise TypeError('cuCoredumpGetAttributeGlobal: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCoredumpGetAttributeGlobal')
         return _o0[0]
@@ -468,6 +532,7 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
 
 
 def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -478,7 +543,7 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -487,7 +552,10 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', size, 'size')
         _o0[0] = size
-        _rc = _fn(attrib, value, _o0)
+        try:
+            _rc = _fn(attrib, value, _o0)
+        except _AE as _e:
+            raise TypeError('cuCoredumpSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCoredumpSetAttribute')
         return _o0[0]
@@ -496,6 +564,7 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -506,7 +575,7 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -515,7 +584,10 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', size, 'size')
         _o0[0] = size
-        _rc = _fn(attrib, value, _o0)
+        try:
+            _rc = _fn(attrib, value, _o0)
+        except _AE as _e:
+            raise TypeError('cuCoredumpSetAttributeGlobal: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCoredumpSetAttributeGlobal')
         return _o0[0]
@@ -534,7 +606,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
             Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(flags)
             if _v == _S:
                 _rc = _last()
@@ -544,6 +616,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
 
         return cuCtxAttach
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -553,12 +626,15 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
         Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, flags)
+        try:
+            _rc = _fn(_o0, flags)
+        except _AE as _e:
+            raise TypeError('cuCtxAttach: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxAttach')
         return _o0[0]
@@ -579,8 +655,8 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
             """
             if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
             elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(ctxCreateParams, flags, dev)
             if _v == _S:
                 _rc = _last()
@@ -590,6 +666,7 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
 
         return cuCtxCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -601,13 +678,16 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
         """
         if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
         elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, ctxCreateParams, flags, dev)
+        try:
+            _rc = _fn(_o0, ctxCreateParams, flags, dev)
+        except _AE as _e:
+            raise TypeError('cuCtxCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxCreate')
         return _o0[0]
@@ -616,6 +696,7 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
 
 
 def _mk_cuCtxDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxDestroy(ctx):
         """cuCtxDestroy(ctx) -> None
@@ -625,7 +706,10 @@ def _mk_cuCtxDestroy(_fn, _b, _chk):
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(ctx)
+        try:
+            _rc = _fn(ctx)
+        except _AE as _e:
+            raise TypeError('cuCtxDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxDestroy')
 
@@ -633,6 +717,7 @@ def _mk_cuCtxDestroy(_fn, _b, _chk):
 
 
 def _mk_cuCtxDetach(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxDetach(ctx):
         """cuCtxDetach(ctx) -> None
@@ -642,7 +727,10 @@ def _mk_cuCtxDetach(_fn, _b, _chk):
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(ctx)
+        try:
+            _rc = _fn(ctx)
+        except _AE as _e:
+            raise TypeError('cuCtxDetach: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxDetach')
 
@@ -650,6 +738,7 @@ def _mk_cuCtxDetach(_fn, _b, _chk):
 
 
 def _mk_cuCtxDisablePeerAccess(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxDisablePeerAccess(peerContext):
         """cuCtxDisablePeerAccess(peerContext) -> None
@@ -659,7 +748,10 @@ def _mk_cuCtxDisablePeerAccess(_fn, _b, _chk):
         """
         if peerContext.__class__ is not int: peerContext, _k0 = _address(peerContext)
         elif _chk and not 0 <= peerContext <= 18446744073709551615: _check('p', peerContext, 'peerContext')
-        _rc = _fn(peerContext)
+        try:
+            _rc = _fn(peerContext)
+        except _AE as _e:
+            raise TypeError('cuCtxDisablePeerAccess: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxDisablePeerAccess')
 
@@ -667,6 +759,7 @@ def _mk_cuCtxDisablePeerAccess(_fn, _b, _chk):
 
 
 def _mk_cuCtxEnablePeerAccess(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxEnablePeerAccess(peerContext, Flags):
         """cuCtxEnablePeerAccess(peerContext, Flags) -> None
@@ -676,8 +769,11 @@ def _mk_cuCtxEnablePeerAccess(_fn, _b, _chk):
         """
         if peerContext.__class__ is not int: peerContext, _k0 = _address(peerContext)
         elif _chk and not 0 <= peerContext <= 18446744073709551615: _check('p', peerContext, 'peerContext')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(peerContext, Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(peerContext, Flags)
+        except _AE as _e:
+            raise TypeError('cuCtxEnablePeerAccess: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxEnablePeerAccess')
 
@@ -706,6 +802,7 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
 
         return cuCtxFromGreenCtx
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -721,7 +818,10 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hCtx)
+        try:
+            _rc = _fn(_o0, hCtx)
+        except _AE as _e:
+            raise TypeError('cuCtxFromGreenCtx: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxFromGreenCtx')
         return _o0[0]
@@ -751,6 +851,7 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
 
         return cuCtxGetApiVersion
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -766,7 +867,10 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(ctx, _o0)
+        try:
+            _rc = _fn(ctx, _o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetApiVersion: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetApiVersion')
         return _o0[0]
@@ -794,6 +898,7 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
 
         return cuCtxGetCacheConfig
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -807,7 +912,10 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetCacheConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetCacheConfig')
         return _o0[0]
@@ -835,6 +943,7 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
 
         return cuCtxGetCurrent
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -848,7 +957,10 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetCurrent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetCurrent')
         return _o0[0]
@@ -857,6 +969,7 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetDevResource(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxGetDevResource(hCtx, resource, type):
         """cuCtxGetDevResource(hCtx, resource, type) -> None
@@ -868,8 +981,11 @@ def _mk_cuCtxGetDevResource(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
-        _rc = _fn(hCtx, resource, type)
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        try:
+            _rc = _fn(hCtx, resource, type)
+        except _AE as _e:
+            raise TypeError('cuCtxGetDevResource: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetDevResource')
 
@@ -896,6 +1012,7 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
 
         return cuCtxGetDevice
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -909,7 +1026,10 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetDevice: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetDevice')
         return _o0[0]
@@ -939,6 +1059,7 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
 
         return cuCtxGetDevice_v2
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -954,7 +1075,10 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, ctx)
+        try:
+            _rc = _fn(_o0, ctx)
+        except _AE as _e:
+            raise TypeError('cuCtxGetDevice_v2: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetDevice_v2')
         return _o0[0]
@@ -963,6 +1087,7 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxGetExecAffinity(pExecAffinity, type):
         """cuCtxGetExecAffinity(pExecAffinity, type) -> None
@@ -972,8 +1097,11 @@ def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
         """
         if pExecAffinity.__class__ is not int: pExecAffinity, _k0 = _address(pExecAffinity)
         elif _chk and not 0 <= pExecAffinity <= 18446744073709551615: _check('p', pExecAffinity, 'pExecAffinity')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
-        _rc = _fn(pExecAffinity, type)
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        try:
+            _rc = _fn(pExecAffinity, type)
+        except _AE as _e:
+            raise TypeError('cuCtxGetExecAffinity: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetExecAffinity')
 
@@ -1000,6 +1128,7 @@ def _mk_cuCtxGetFlags(_fn, _b, _chk):
 
         return cuCtxGetFlags
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -1013,7 +1142,10 @@ def _mk_cuCtxGetFlags(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetFlags')
         return _o0[0]
@@ -1043,6 +1175,7 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
 
         return cuCtxGetId
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -1058,7 +1191,10 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(ctx, _o0)
+        try:
+            _rc = _fn(ctx, _o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetId: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetId')
         return _o0[0]
@@ -1077,7 +1213,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
             Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (limit.__class__ is not int or not 0 <= limit <= 4294967295): _check('I', limit, 'limit')
+            if _chk and not 0 <= limit <= 4294967295: _check('I', limit, 'limit')
             _v = _f1(limit)
             if _v == _S:
                 _rc = _last()
@@ -1087,6 +1223,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
 
         return cuCtxGetLimit
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -1096,12 +1233,15 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
         Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (limit.__class__ is not int or not 0 <= limit <= 4294967295): _check('I', limit, 'limit')
+        if _chk and not 0 <= limit <= 4294967295: _check('I', limit, 'limit')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, limit)
+        try:
+            _rc = _fn(_o0, limit)
+        except _AE as _e:
+            raise TypeError('cuCtxGetLimit: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetLimit')
         return _o0[0]
@@ -1129,6 +1269,7 @@ def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
 
         return cuCtxGetSharedMemConfig
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -1142,7 +1283,10 @@ def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuCtxGetSharedMemConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetSharedMemConfig')
         return _o0[0]
@@ -1151,6 +1295,7 @@ def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
     _tls = _local()
@@ -1167,7 +1312,10 @@ def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1)
+        try:
+            _rc = _fn(_o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuCtxGetStreamPriorityRange: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxGetStreamPriorityRange')
         return (_o0[0], _o1[0])
@@ -1195,6 +1343,7 @@ def _mk_cuCtxPopCurrent(_fn, _b, _chk):
 
         return cuCtxPopCurrent
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1208,7 +1357,10 @@ def _mk_cuCtxPopCurrent(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuCtxPopCurrent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxPopCurrent')
         return _o0[0]
@@ -1217,6 +1369,7 @@ def _mk_cuCtxPopCurrent(_fn, _b, _chk):
 
 
 def _mk_cuCtxPushCurrent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxPushCurrent(ctx):
         """cuCtxPushCurrent(ctx) -> None
@@ -1226,7 +1379,10 @@ def _mk_cuCtxPushCurrent(_fn, _b, _chk):
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(ctx)
+        try:
+            _rc = _fn(ctx)
+        except _AE as _e:
+            raise TypeError('cuCtxPushCurrent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxPushCurrent')
 
@@ -1234,6 +1390,7 @@ def _mk_cuCtxPushCurrent(_fn, _b, _chk):
 
 
 def _mk_cuCtxRecordEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxRecordEvent(hCtx, hEvent):
         """cuCtxRecordEvent(hCtx, hEvent) -> None
@@ -1245,7 +1402,10 @@ def _mk_cuCtxRecordEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hCtx, hEvent)
+        try:
+            _rc = _fn(hCtx, hEvent)
+        except _AE as _e:
+            raise TypeError('cuCtxRecordEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxRecordEvent')
 
@@ -1253,6 +1413,7 @@ def _mk_cuCtxRecordEvent(_fn, _b, _chk):
 
 
 def _mk_cuCtxResetPersistingL2Cache(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxResetPersistingL2Cache():
         """cuCtxResetPersistingL2Cache() -> None
@@ -1260,7 +1421,10 @@ def _mk_cuCtxResetPersistingL2Cache(_fn, _b, _chk):
         Calls the driver's cuCtxResetPersistingL2Cache (ABI version 11000): CUresult cuCtxResetPersistingL2Cache().
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        _rc = _fn()
+        try:
+            _rc = _fn()
+        except _AE as _e:
+            raise TypeError('cuCtxResetPersistingL2Cache: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxResetPersistingL2Cache')
 
@@ -1268,6 +1432,7 @@ def _mk_cuCtxResetPersistingL2Cache(_fn, _b, _chk):
 
 
 def _mk_cuCtxSetCacheConfig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSetCacheConfig(config):
         """cuCtxSetCacheConfig(config) -> None
@@ -1275,8 +1440,11 @@ def _mk_cuCtxSetCacheConfig(_fn, _b, _chk):
         Calls the driver's cuCtxSetCacheConfig (ABI version 3020): CUresult cuCtxSetCacheConfig(CUfunc_cache config).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
-        _rc = _fn(config)
+        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        try:
+            _rc = _fn(config)
+        except _AE as _e:
+            raise TypeError('cuCtxSetCacheConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSetCacheConfig')
 
@@ -1284,6 +1452,7 @@ def _mk_cuCtxSetCacheConfig(_fn, _b, _chk):
 
 
 def _mk_cuCtxSetCurrent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSetCurrent(ctx):
         """cuCtxSetCurrent(ctx) -> None
@@ -1293,7 +1462,10 @@ def _mk_cuCtxSetCurrent(_fn, _b, _chk):
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(ctx)
+        try:
+            _rc = _fn(ctx)
+        except _AE as _e:
+            raise TypeError('cuCtxSetCurrent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSetCurrent')
 
@@ -1301,6 +1473,7 @@ def _mk_cuCtxSetCurrent(_fn, _b, _chk):
 
 
 def _mk_cuCtxSetFlags(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSetFlags(flags):
         """cuCtxSetFlags(flags) -> None
@@ -1308,8 +1481,11 @@ def _mk_cuCtxSetFlags(_fn, _b, _chk):
         Calls the driver's cuCtxSetFlags (ABI version 12010): CUresult cuCtxSetFlags(unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(flags)
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(flags)
+        except _AE as _e:
+            raise TypeError('cuCtxSetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSetFlags')
 
@@ -1317,6 +1493,7 @@ def _mk_cuCtxSetFlags(_fn, _b, _chk):
 
 
 def _mk_cuCtxSetLimit(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSetLimit(limit, value):
         """cuCtxSetLimit(limit, value) -> None
@@ -1324,9 +1501,12 @@ def _mk_cuCtxSetLimit(_fn, _b, _chk):
         Calls the driver's cuCtxSetLimit (ABI version 3010): CUresult cuCtxSetLimit(CUlimit limit, size_t value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (limit.__class__ is not int or not 0 <= limit <= 4294967295): _check('I', limit, 'limit')
-        if _chk and (value.__class__ is not int or not 0 <= value <= 18446744073709551615): _check('z', value, 'value')
-        _rc = _fn(limit, value)
+        if _chk and not 0 <= limit <= 4294967295: _check('I', limit, 'limit')
+        if _chk and not 0 <= value <= 18446744073709551615: _check('z', value, 'value')
+        try:
+            _rc = _fn(limit, value)
+        except _AE as _e:
+            raise TypeError('cuCtxSetLimit: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSetLimit')
 
@@ -1334,6 +1514,7 @@ def _mk_cuCtxSetLimit(_fn, _b, _chk):
 
 
 def _mk_cuCtxSetSharedMemConfig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSetSharedMemConfig(config):
         """cuCtxSetSharedMemConfig(config) -> None
@@ -1341,8 +1522,11 @@ def _mk_cuCtxSetSharedMemConfig(_fn, _b, _chk):
         Calls the driver's cuCtxSetSharedMemConfig (ABI version 4020): CUresult cuCtxSetSharedMemConfig(CUsharedconfig config).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
-        _rc = _fn(config)
+        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        try:
+            _rc = _fn(config)
+        except _AE as _e:
+            raise TypeError('cuCtxSetSharedMemConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSetSharedMemConfig')
 
@@ -1350,6 +1534,7 @@ def _mk_cuCtxSetSharedMemConfig(_fn, _b, _chk):
 
 
 def _mk_cuCtxSynchronize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSynchronize():
         """cuCtxSynchronize() -> None
@@ -1357,7 +1542,10 @@ def _mk_cuCtxSynchronize(_fn, _b, _chk):
         Calls the driver's cuCtxSynchronize (ABI version 2000): CUresult cuCtxSynchronize().
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        _rc = _fn()
+        try:
+            _rc = _fn()
+        except _AE as _e:
+            raise TypeError('cuCtxSynchronize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSynchronize')
 
@@ -1365,6 +1553,7 @@ def _mk_cuCtxSynchronize(_fn, _b, _chk):
 
 
 def _mk_cuCtxSynchronize_v2(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxSynchronize_v2(ctx):
         """cuCtxSynchronize_v2(ctx) -> None
@@ -1374,7 +1563,10 @@ def _mk_cuCtxSynchronize_v2(_fn, _b, _chk):
         """
         if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(ctx)
+        try:
+            _rc = _fn(ctx)
+        except _AE as _e:
+            raise TypeError('cuCtxSynchronize_v2: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxSynchronize_v2')
 
@@ -1382,6 +1574,7 @@ def _mk_cuCtxSynchronize_v2(_fn, _b, _chk):
 
 
 def _mk_cuCtxWaitEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuCtxWaitEvent(hCtx, hEvent):
         """cuCtxWaitEvent(hCtx, hEvent) -> None
@@ -1393,7 +1586,10 @@ def _mk_cuCtxWaitEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hCtx, hEvent)
+        try:
+            _rc = _fn(hCtx, hEvent)
+        except _AE as _e:
+            raise TypeError('cuCtxWaitEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuCtxWaitEvent')
 
@@ -1401,6 +1597,7 @@ def _mk_cuCtxWaitEvent(_fn, _b, _chk):
 
 
 def _mk_cuDestroyExternalMemory(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDestroyExternalMemory(extMem):
         """cuDestroyExternalMemory(extMem) -> None
@@ -1410,7 +1607,10 @@ def _mk_cuDestroyExternalMemory(_fn, _b, _chk):
         """
         if extMem.__class__ is not int: extMem, _k0 = _address(extMem)
         elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
-        _rc = _fn(extMem)
+        try:
+            _rc = _fn(extMem)
+        except _AE as _e:
+            raise TypeError('cuDestroyExternalMemory: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDestroyExternalMemory')
 
@@ -1418,6 +1618,7 @@ def _mk_cuDestroyExternalMemory(_fn, _b, _chk):
 
 
 def _mk_cuDestroyExternalSemaphore(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDestroyExternalSemaphore(extSem):
         """cuDestroyExternalSemaphore(extSem) -> None
@@ -1427,7 +1628,10 @@ def _mk_cuDestroyExternalSemaphore(_fn, _b, _chk):
         """
         if extSem.__class__ is not int: extSem, _k0 = _address(extSem)
         elif _chk and not 0 <= extSem <= 18446744073709551615: _check('p', extSem, 'extSem')
-        _rc = _fn(extSem)
+        try:
+            _rc = _fn(extSem)
+        except _AE as _e:
+            raise TypeError('cuDestroyExternalSemaphore: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDestroyExternalSemaphore')
 
@@ -1447,7 +1651,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
             """
             if resources.__class__ is not int: resources, _k1 = _address(resources)
             elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
-            if _chk and (nbResources.__class__ is not int or not 0 <= nbResources <= 4294967295): _check('I', nbResources, 'nbResources')
+            if _chk and not 0 <= nbResources <= 4294967295: _check('I', nbResources, 'nbResources')
             _v = _f1(resources, nbResources)
             if _v == _S:
                 _rc = _last()
@@ -1457,6 +1661,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
 
         return cuDevResourceGenerateDesc
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1468,12 +1673,15 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
         """
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
-        if _chk and (nbResources.__class__ is not int or not 0 <= nbResources <= 4294967295): _check('I', nbResources, 'nbResources')
+        if _chk and not 0 <= nbResources <= 4294967295: _check('I', nbResources, 'nbResources')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, resources, nbResources)
+        try:
+            _rc = _fn(_o0, resources, nbResources)
+        except _AE as _e:
+            raise TypeError('cuDevResourceGenerateDesc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevResourceGenerateDesc')
         return _o0[0]
@@ -1482,6 +1690,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
 
 
 def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -1498,15 +1707,18 @@ def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
         elif _chk and not 0 <= input <= 18446744073709551615: _check('p', input, 'input')
         if remaining.__class__ is not int: remaining, _k3 = _address(remaining)
         elif _chk and not 0 <= remaining <= 18446744073709551615: _check('p', remaining, 'remaining')
-        if _chk and (useFlags.__class__ is not int or not 0 <= useFlags <= 4294967295): _check('I', useFlags, 'useFlags')
-        if _chk and (minCount.__class__ is not int or not 0 <= minCount <= 4294967295): _check('I', minCount, 'minCount')
+        if _chk and not 0 <= useFlags <= 4294967295: _check('I', useFlags, 'useFlags')
+        if _chk and not 0 <= minCount <= 4294967295: _check('I', minCount, 'minCount')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
         if _chk: _check('I', nbGroups, 'nbGroups')
         _o0[0] = nbGroups
-        _rc = _fn(result, _o0, input, remaining, useFlags, minCount)
+        try:
+            _rc = _fn(result, _o0, input, remaining, useFlags, minCount)
+        except _AE as _e:
+            raise TypeError('cuDevSmResourceSplitByCount: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevSmResourceSplitByCount')
         return _o0[0]
@@ -1525,8 +1737,8 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
             Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-            if _chk and (peerDev.__class__ is not int or not -2147483648 <= peerDev <= 2147483647): _check('i', peerDev, 'peerDev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= peerDev <= 2147483647: _check('i', peerDev, 'peerDev')
             _v = _f1(dev, peerDev)
             if _v == _S:
                 _rc = _last()
@@ -1536,6 +1748,7 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
 
         return cuDeviceCanAccessPeer
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1545,13 +1758,16 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
         Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        if _chk and (peerDev.__class__ is not int or not -2147483648 <= peerDev <= 2147483647): _check('i', peerDev, 'peerDev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= peerDev <= 2147483647: _check('i', peerDev, 'peerDev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, dev, peerDev)
+        try:
+            _rc = _fn(_o0, dev, peerDev)
+        except _AE as _e:
+            raise TypeError('cuDeviceCanAccessPeer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceCanAccessPeer')
         return _o0[0]
@@ -1560,6 +1776,7 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
 
 
 def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
     _tls = _local()
@@ -1571,13 +1788,16 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, dev)
+        try:
+            _rc = _fn(_o0, _o1, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceComputeCapability: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceComputeCapability')
         return (_o0[0], _o1[0])
@@ -1596,7 +1816,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
             Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (ordinal.__class__ is not int or not -2147483648 <= ordinal <= 2147483647): _check('i', ordinal, 'ordinal')
+            if _chk and not -2147483648 <= ordinal <= 2147483647: _check('i', ordinal, 'ordinal')
             _v = _f1(ordinal)
             if _v == _S:
                 _rc = _last()
@@ -1606,6 +1826,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
 
         return cuDeviceGet
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1615,12 +1836,15 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
         Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (ordinal.__class__ is not int or not -2147483648 <= ordinal <= 2147483647): _check('i', ordinal, 'ordinal')
+        if _chk and not -2147483648 <= ordinal <= 2147483647: _check('i', ordinal, 'ordinal')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, ordinal)
+        try:
+            _rc = _fn(_o0, ordinal)
+        except _AE as _e:
+            raise TypeError('cuDeviceGet: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGet')
         return _o0[0]
@@ -1639,8 +1863,8 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
             Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(attrib, dev)
             if _v == _S:
                 _rc = _last()
@@ -1650,6 +1874,7 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
 
         return cuDeviceGetAttribute
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1659,13 +1884,16 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, attrib, dev)
+        try:
+            _rc = _fn(_o0, attrib, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetAttribute')
         return _o0[0]
@@ -1695,6 +1923,7 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
 
         return cuDeviceGetByPCIBusId
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1710,7 +1939,10 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pciBusId)
+        try:
+            _rc = _fn(_o0, pciBusId)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetByPCIBusId: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetByPCIBusId')
         return _o0[0]
@@ -1738,6 +1970,7 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
 
         return cuDeviceGetCount
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1751,7 +1984,10 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetCount: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetCount')
         return _o0[0]
@@ -1770,7 +2006,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
             Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -1780,6 +2016,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
 
         return cuDeviceGetDefaultMemPool
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1789,12 +2026,15 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, dev)
+        try:
+            _rc = _fn(_o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetDefaultMemPool: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetDefaultMemPool')
         return _o0[0]
@@ -1803,6 +2043,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetDevResource(device, resource, type):
         """cuDeviceGetDevResource(device, resource, type) -> None
@@ -1810,11 +2051,14 @@ def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
         Calls the driver's cuDeviceGetDevResource (ABI version 12040): CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
-        _rc = _fn(device, resource, type)
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        try:
+            _rc = _fn(device, resource, type)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetDevResource: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetDevResource')
 
@@ -1832,8 +2076,8 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
             Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(type, dev)
             if _v == _S:
                 _rc = _last()
@@ -1843,6 +2087,7 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
 
         return cuDeviceGetExecAffinitySupport
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -1852,13 +2097,16 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
         Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, type, dev)
+        try:
+            _rc = _fn(_o0, type, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetExecAffinitySupport: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetExecAffinitySupport')
         return _o0[0]
@@ -1867,6 +2115,7 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetGraphMemAttribute(device, attr, value):
         """cuDeviceGetGraphMemAttribute(device, attr, value) -> None
@@ -1874,11 +2123,14 @@ def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetGraphMemAttribute (ABI version 11040): CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        _rc = _fn(device, attr, value)
+        try:
+            _rc = _fn(device, attr, value)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetGraphMemAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetGraphMemAttribute')
 
@@ -1886,6 +2138,7 @@ def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev):
         """cuDeviceGetHostAtomicCapabilities(capabilities, operations, count, dev) -> None
@@ -1897,9 +2150,12 @@ def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
         elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
         elif _chk and not 0 <= operations <= 18446744073709551615: _check('p', operations, 'operations')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(capabilities, operations, count, dev)
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(capabilities, operations, count, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetHostAtomicCapabilities: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetHostAtomicCapabilities')
 
@@ -1919,7 +2175,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
             """
             if luid.__class__ is not int: luid, _k0 = _address(luid)
             elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(luid, dev)
             if _v == _S:
                 _rc = _last()
@@ -1929,6 +2185,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
 
         return cuDeviceGetLuid
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -1940,12 +2197,15 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
         """
         if luid.__class__ is not int: luid, _k0 = _address(luid)
         elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(luid, _o0, dev)
+        try:
+            _rc = _fn(luid, _o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetLuid: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetLuid')
         return _o0[0]
@@ -1964,7 +2224,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
             Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -1974,6 +2234,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
 
         return cuDeviceGetMemPool
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -1983,12 +2244,15 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, dev)
+        try:
+            _rc = _fn(_o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetMemPool: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetMemPool')
         return _o0[0]
@@ -1997,6 +2261,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetName(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetName(name, len, dev):
         """cuDeviceGetName(name, len, dev) -> None
@@ -2006,9 +2271,12 @@ def _mk_cuDeviceGetName(_fn, _b, _chk):
         """
         if name.__class__ is not int: name, _k0 = _address(name)
         elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-        if _chk and (len.__class__ is not int or not -2147483648 <= len <= 2147483647): _check('i', len, 'len')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(name, len, dev)
+        if _chk and not -2147483648 <= len <= 2147483647: _check('i', len, 'len')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(name, len, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetName: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetName')
 
@@ -2016,6 +2284,7 @@ def _mk_cuDeviceGetName(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetNvSciSyncAttributes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList, dev, flags):
         """cuDeviceGetNvSciSyncAttributes(nvSciSyncAttrList, dev, flags) -> None
@@ -2025,9 +2294,12 @@ def _mk_cuDeviceGetNvSciSyncAttributes(_fn, _b, _chk):
         """
         if nvSciSyncAttrList.__class__ is not int: nvSciSyncAttrList, _k0 = _address(nvSciSyncAttrList)
         elif _chk and not 0 <= nvSciSyncAttrList <= 18446744073709551615: _check('p', nvSciSyncAttrList, 'nvSciSyncAttrList')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        if _chk and (flags.__class__ is not int or not -2147483648 <= flags <= 2147483647): _check('i', flags, 'flags')
-        _rc = _fn(nvSciSyncAttrList, dev, flags)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= flags <= 2147483647: _check('i', flags, 'flags')
+        try:
+            _rc = _fn(nvSciSyncAttrList, dev, flags)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetNvSciSyncAttributes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetNvSciSyncAttributes')
 
@@ -2035,6 +2307,7 @@ def _mk_cuDeviceGetNvSciSyncAttributes(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice):
         """cuDeviceGetP2PAtomicCapabilities(capabilities, operations, count, srcDevice, dstDevice) -> None
@@ -2046,10 +2319,13 @@ def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
         elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
         elif _chk and not 0 <= operations <= 18446744073709551615: _check('p', operations, 'operations')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
-        if _chk and (srcDevice.__class__ is not int or not -2147483648 <= srcDevice <= 2147483647): _check('i', srcDevice, 'srcDevice')
-        if _chk and (dstDevice.__class__ is not int or not -2147483648 <= dstDevice <= 2147483647): _check('i', dstDevice, 'dstDevice')
-        _rc = _fn(capabilities, operations, count, srcDevice, dstDevice)
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and not -2147483648 <= srcDevice <= 2147483647: _check('i', srcDevice, 'srcDevice')
+        if _chk and not -2147483648 <= dstDevice <= 2147483647: _check('i', dstDevice, 'dstDevice')
+        try:
+            _rc = _fn(capabilities, operations, count, srcDevice, dstDevice)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetP2PAtomicCapabilities: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetP2PAtomicCapabilities')
 
@@ -2067,9 +2343,9 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
             Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
-            if _chk and (srcDevice.__class__ is not int or not -2147483648 <= srcDevice <= 2147483647): _check('i', srcDevice, 'srcDevice')
-            if _chk and (dstDevice.__class__ is not int or not -2147483648 <= dstDevice <= 2147483647): _check('i', dstDevice, 'dstDevice')
+            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+            if _chk and not -2147483648 <= srcDevice <= 2147483647: _check('i', srcDevice, 'srcDevice')
+            if _chk and not -2147483648 <= dstDevice <= 2147483647: _check('i', dstDevice, 'dstDevice')
             _v = _f1(attrib, srcDevice, dstDevice)
             if _v == _S:
                 _rc = _last()
@@ -2079,6 +2355,7 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
 
         return cuDeviceGetP2PAttribute
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -2088,14 +2365,17 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
-        if _chk and (srcDevice.__class__ is not int or not -2147483648 <= srcDevice <= 2147483647): _check('i', srcDevice, 'srcDevice')
-        if _chk and (dstDevice.__class__ is not int or not -2147483648 <= dstDevice <= 2147483647): _check('i', dstDevice, 'dstDevice')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and not -2147483648 <= srcDevice <= 2147483647: _check('i', srcDevice, 'srcDevice')
+        if _chk and not -2147483648 <= dstDevice <= 2147483647: _check('i', dstDevice, 'dstDevice')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, attrib, srcDevice, dstDevice)
+        try:
+            _rc = _fn(_o0, attrib, srcDevice, dstDevice)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetP2PAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetP2PAttribute')
         return _o0[0]
@@ -2104,6 +2384,7 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetPCIBusId(pciBusId, len, dev):
         """cuDeviceGetPCIBusId(pciBusId, len, dev) -> None
@@ -2113,9 +2394,12 @@ def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
         """
         if pciBusId.__class__ is not int: pciBusId, _k0 = _address(pciBusId)
         elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
-        if _chk and (len.__class__ is not int or not -2147483648 <= len <= 2147483647): _check('i', len, 'len')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(pciBusId, len, dev)
+        if _chk and not -2147483648 <= len <= 2147483647: _check('i', len, 'len')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(pciBusId, len, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetPCIBusId: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetPCIBusId')
 
@@ -2123,6 +2407,7 @@ def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetProperties(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetProperties(prop, dev):
         """cuDeviceGetProperties(prop, dev) -> None
@@ -2132,8 +2417,11 @@ def _mk_cuDeviceGetProperties(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k0 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(prop, dev)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(prop, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetProperties: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetProperties')
 
@@ -2151,9 +2439,9 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
             Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (format.__class__ is not int or not 0 <= format <= 4294967295): _check('I', format, 'format')
-            if _chk and (numChannels.__class__ is not int or not 0 <= numChannels <= 4294967295): _check('I', numChannels, 'numChannels')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not 0 <= format <= 4294967295: _check('I', format, 'format')
+            if _chk and not 0 <= numChannels <= 4294967295: _check('I', numChannels, 'numChannels')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(format, numChannels, dev)
             if _v == _S:
                 _rc = _last()
@@ -2163,6 +2451,7 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
 
         return cuDeviceGetTexture1DLinearMaxWidth
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -2172,14 +2461,17 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
         Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (format.__class__ is not int or not 0 <= format <= 4294967295): _check('I', format, 'format')
-        if _chk and (numChannels.__class__ is not int or not 0 <= numChannels <= 4294967295): _check('I', numChannels, 'numChannels')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not 0 <= format <= 4294967295: _check('I', format, 'format')
+        if _chk and not 0 <= numChannels <= 4294967295: _check('I', numChannels, 'numChannels')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, format, numChannels, dev)
+        try:
+            _rc = _fn(_o0, format, numChannels, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetTexture1DLinearMaxWidth: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetTexture1DLinearMaxWidth')
         return _o0[0]
@@ -2188,6 +2480,7 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetUuid(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGetUuid(uuid, dev):
         """cuDeviceGetUuid(uuid, dev) -> None
@@ -2197,8 +2490,11 @@ def _mk_cuDeviceGetUuid(_fn, _b, _chk):
         """
         if uuid.__class__ is not int: uuid, _k0 = _address(uuid)
         elif _chk and not 0 <= uuid <= 18446744073709551615: _check('p', uuid, 'uuid')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(uuid, dev)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(uuid, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetUuid: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGetUuid')
 
@@ -2206,6 +2502,7 @@ def _mk_cuDeviceGetUuid(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGraphMemTrim(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceGraphMemTrim(device):
         """cuDeviceGraphMemTrim(device) -> None
@@ -2213,8 +2510,11 @@ def _mk_cuDeviceGraphMemTrim(_fn, _b, _chk):
         Calls the driver's cuDeviceGraphMemTrim (ABI version 11040): CUresult cuDeviceGraphMemTrim(CUdevice device).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
-        _rc = _fn(device)
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        try:
+            _rc = _fn(device)
+        except _AE as _e:
+            raise TypeError('cuDeviceGraphMemTrim: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceGraphMemTrim')
 
@@ -2222,6 +2522,7 @@ def _mk_cuDeviceGraphMemTrim(_fn, _b, _chk):
 
 
 def _mk_cuDevicePrimaryCtxGetState(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['i']
     _tls = _local()
@@ -2233,13 +2534,16 @@ def _mk_cuDevicePrimaryCtxGetState(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(dev, _o0, _o1)
+        try:
+            _rc = _fn(dev, _o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuDevicePrimaryCtxGetState: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxGetState')
         return (_o0[0], _o1[0])
@@ -2248,6 +2552,7 @@ def _mk_cuDevicePrimaryCtxGetState(_fn, _b, _chk):
 
 
 def _mk_cuDevicePrimaryCtxRelease(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDevicePrimaryCtxRelease(dev):
         """cuDevicePrimaryCtxRelease(dev) -> None
@@ -2255,8 +2560,11 @@ def _mk_cuDevicePrimaryCtxRelease(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxRelease (ABI version 11000): CUresult cuDevicePrimaryCtxRelease(CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(dev)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(dev)
+        except _AE as _e:
+            raise TypeError('cuDevicePrimaryCtxRelease: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxRelease')
 
@@ -2264,6 +2572,7 @@ def _mk_cuDevicePrimaryCtxRelease(_fn, _b, _chk):
 
 
 def _mk_cuDevicePrimaryCtxReset(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDevicePrimaryCtxReset(dev):
         """cuDevicePrimaryCtxReset(dev) -> None
@@ -2271,8 +2580,11 @@ def _mk_cuDevicePrimaryCtxReset(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxReset (ABI version 11000): CUresult cuDevicePrimaryCtxReset(CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(dev)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(dev)
+        except _AE as _e:
+            raise TypeError('cuDevicePrimaryCtxReset: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxReset')
 
@@ -2290,7 +2602,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
             Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -2300,6 +2612,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
 
         return cuDevicePrimaryCtxRetain
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2309,12 +2622,15 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, dev)
+        try:
+            _rc = _fn(_o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDevicePrimaryCtxRetain: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxRetain')
         return _o0[0]
@@ -2323,6 +2639,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
 
 
 def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDevicePrimaryCtxSetFlags(dev, flags):
         """cuDevicePrimaryCtxSetFlags(dev, flags) -> None
@@ -2330,9 +2647,12 @@ def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxSetFlags (ABI version 11000): CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(dev, flags)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(dev, flags)
+        except _AE as _e:
+            raise TypeError('cuDevicePrimaryCtxSetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDevicePrimaryCtxSetFlags')
 
@@ -2350,7 +2670,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
             Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+            if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
             if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
             elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
             if userData.__class__ is not int: userData, _k2 = _address(userData)
@@ -2364,6 +2684,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
 
         return cuDeviceRegisterAsyncNotification
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2373,7 +2694,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
         Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
         if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
         elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
@@ -2382,7 +2703,10 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(device, callbackFunc, userData, _o0)
+        try:
+            _rc = _fn(device, callbackFunc, userData, _o0)
+        except _AE as _e:
+            raise TypeError('cuDeviceRegisterAsyncNotification: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceRegisterAsyncNotification')
         return _o0[0]
@@ -2391,6 +2715,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
 
 
 def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceSetGraphMemAttribute(device, attr, value):
         """cuDeviceSetGraphMemAttribute(device, attr, value) -> None
@@ -2398,11 +2723,14 @@ def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceSetGraphMemAttribute (ABI version 11040): CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        _rc = _fn(device, attr, value)
+        try:
+            _rc = _fn(device, attr, value)
+        except _AE as _e:
+            raise TypeError('cuDeviceSetGraphMemAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceSetGraphMemAttribute')
 
@@ -2410,6 +2738,7 @@ def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
 
 
 def _mk_cuDeviceSetMemPool(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceSetMemPool(dev, pool):
         """cuDeviceSetMemPool(dev, pool) -> None
@@ -2417,10 +2746,13 @@ def _mk_cuDeviceSetMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceSetMemPool (ABI version 11020): CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         if pool.__class__ is not int: pool, _k1 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        _rc = _fn(dev, pool)
+        try:
+            _rc = _fn(dev, pool)
+        except _AE as _e:
+            raise TypeError('cuDeviceSetMemPool: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceSetMemPool')
 
@@ -2438,7 +2770,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
             Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -2448,6 +2780,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
 
         return cuDeviceTotalMem
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -2457,12 +2790,15 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
         Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, dev)
+        try:
+            _rc = _fn(_o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceTotalMem: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceTotalMem')
         return _o0[0]
@@ -2471,6 +2807,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
 
 
 def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuDeviceUnregisterAsyncNotification(device, callback):
         """cuDeviceUnregisterAsyncNotification(device, callback) -> None
@@ -2478,10 +2815,13 @@ def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
         Calls the driver's cuDeviceUnregisterAsyncNotification (ABI version 12040): CUresult cuDeviceUnregisterAsyncNotification(CUdevice device, CUasyncCallbackHandle callback).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
         if callback.__class__ is not int: callback, _k1 = _address(callback)
         elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
-        _rc = _fn(device, callback)
+        try:
+            _rc = _fn(device, callback)
+        except _AE as _e:
+            raise TypeError('cuDeviceUnregisterAsyncNotification: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDeviceUnregisterAsyncNotification')
 
@@ -2508,6 +2848,7 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
 
         return cuDriverGetVersion
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -2521,7 +2862,10 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuDriverGetVersion: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuDriverGetVersion')
         return _o0[0]
@@ -2540,7 +2884,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
             Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
             _v = _f1(Flags)
             if _v == _S:
                 _rc = _last()
@@ -2550,6 +2894,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
 
         return cuEventCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2559,12 +2904,15 @@ def _mk_cuEventCreate(_fn, _b, _chk):
         Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, Flags)
+        try:
+            _rc = _fn(_o0, Flags)
+        except _AE as _e:
+            raise TypeError('cuEventCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventCreate')
         return _o0[0]
@@ -2573,6 +2921,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
 
 
 def _mk_cuEventDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuEventDestroy(hEvent):
         """cuEventDestroy(hEvent) -> None
@@ -2582,7 +2931,10 @@ def _mk_cuEventDestroy(_fn, _b, _chk):
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hEvent)
+        try:
+            _rc = _fn(hEvent)
+        except _AE as _e:
+            raise TypeError('cuEventDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventDestroy')
 
@@ -2590,6 +2942,7 @@ def _mk_cuEventDestroy(_fn, _b, _chk):
 
 
 def _mk_cuEventElapsedTime(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
     _tls = _local()
 
@@ -2607,7 +2960,10 @@ def _mk_cuEventElapsedTime(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hStart, hEnd)
+        try:
+            _rc = _fn(_o0, hStart, hEnd)
+        except _AE as _e:
+            raise TypeError('cuEventElapsedTime: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventElapsedTime')
         return _o0[0]
@@ -2616,6 +2972,7 @@ def _mk_cuEventElapsedTime(_fn, _b, _chk):
 
 
 def _mk_cuEventQuery(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuEventQuery(hEvent):
         """cuEventQuery(hEvent) -> None
@@ -2625,7 +2982,10 @@ def _mk_cuEventQuery(_fn, _b, _chk):
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hEvent)
+        try:
+            _rc = _fn(hEvent)
+        except _AE as _e:
+            raise TypeError('cuEventQuery: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventQuery')
 
@@ -2633,6 +2993,7 @@ def _mk_cuEventQuery(_fn, _b, _chk):
 
 
 def _mk_cuEventRecord(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuEventRecord(hEvent, hStream):
         """cuEventRecord(hEvent, hStream) -> None
@@ -2644,7 +3005,10 @@ def _mk_cuEventRecord(_fn, _b, _chk):
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(hEvent, hStream)
+        try:
+            _rc = _fn(hEvent, hStream)
+        except _AE as _e:
+            raise TypeError('cuEventRecord: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventRecord')
 
@@ -2652,6 +3016,7 @@ def _mk_cuEventRecord(_fn, _b, _chk):
 
 
 def _mk_cuEventRecordWithFlags(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuEventRecordWithFlags(hEvent, hStream, flags):
         """cuEventRecordWithFlags(hEvent, hStream, flags) -> None
@@ -2663,8 +3028,11 @@ def _mk_cuEventRecordWithFlags(_fn, _b, _chk):
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(hEvent, hStream, flags)
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(hEvent, hStream, flags)
+        except _AE as _e:
+            raise TypeError('cuEventRecordWithFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventRecordWithFlags')
 
@@ -2672,6 +3040,7 @@ def _mk_cuEventRecordWithFlags(_fn, _b, _chk):
 
 
 def _mk_cuEventSynchronize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuEventSynchronize(hEvent):
         """cuEventSynchronize(hEvent) -> None
@@ -2681,7 +3050,10 @@ def _mk_cuEventSynchronize(_fn, _b, _chk):
         """
         if hEvent.__class__ is not int: hEvent, _k0 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hEvent)
+        try:
+            _rc = _fn(hEvent)
+        except _AE as _e:
+            raise TypeError('cuEventSynchronize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuEventSynchronize')
 
@@ -2712,6 +3084,7 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
 
         return cuExternalMemoryGetMappedBuffer
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -2729,7 +3102,10 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, extMem, bufferDesc)
+        try:
+            _rc = _fn(_o0, extMem, bufferDesc)
+        except _AE as _e:
+            raise TypeError('cuExternalMemoryGetMappedBuffer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuExternalMemoryGetMappedBuffer')
         return _o0[0]
@@ -2761,6 +3137,7 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
 
         return cuExternalMemoryGetMappedMipmappedArray
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2778,7 +3155,10 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, extMem, mipmapDesc)
+        try:
+            _rc = _fn(_o0, extMem, mipmapDesc)
+        except _AE as _e:
+            raise TypeError('cuExternalMemoryGetMappedMipmappedArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuExternalMemoryGetMappedMipmappedArray')
         return _o0[0]
@@ -2787,6 +3167,7 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
 
 
 def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFlushGPUDirectRDMAWrites(target, scope):
         """cuFlushGPUDirectRDMAWrites(target, scope) -> None
@@ -2794,9 +3175,12 @@ def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
         Calls the driver's cuFlushGPUDirectRDMAWrites (ABI version 11030): CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (target.__class__ is not int or not 0 <= target <= 4294967295): _check('I', target, 'target')
-        if _chk and (scope.__class__ is not int or not 0 <= scope <= 4294967295): _check('I', scope, 'scope')
-        _rc = _fn(target, scope)
+        if _chk and not 0 <= target <= 4294967295: _check('I', target, 'target')
+        if _chk and not 0 <= scope <= 4294967295: _check('I', scope, 'scope')
+        try:
+            _rc = _fn(target, scope)
+        except _AE as _e:
+            raise TypeError('cuFlushGPUDirectRDMAWrites: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFlushGPUDirectRDMAWrites')
 
@@ -2814,7 +3198,7 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
             Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
             if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
             elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
             _v = _f1(attrib, hfunc)
@@ -2826,6 +3210,7 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
 
         return cuFuncGetAttribute
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -2835,14 +3220,17 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
         Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
         if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, attrib, hfunc)
+        try:
+            _rc = _fn(_o0, attrib, hfunc)
+        except _AE as _e:
+            raise TypeError('cuFuncGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncGetAttribute')
         return _o0[0]
@@ -2872,6 +3260,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
 
         return cuFuncGetModule
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2887,7 +3276,10 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hfunc)
+        try:
+            _rc = _fn(_o0, hfunc)
+        except _AE as _e:
+            raise TypeError('cuFuncGetModule: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncGetModule')
         return _o0[0]
@@ -2896,6 +3288,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
 
 
 def _mk_cuFuncGetName(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -2911,7 +3304,10 @@ def _mk_cuFuncGetName(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hfunc)
+        try:
+            _rc = _fn(_o0, hfunc)
+        except _AE as _e:
+            raise TypeError('cuFuncGetName: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncGetName')
         return _cstr_at(_o0[0])
@@ -2920,6 +3316,7 @@ def _mk_cuFuncGetName(_fn, _b, _chk):
 
 
 def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -2933,13 +3330,16 @@ def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k0 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and (paramIndex.__class__ is not int or not 0 <= paramIndex <= 18446744073709551615): _check('z', paramIndex, 'paramIndex')
+        if _chk and not 0 <= paramIndex <= 18446744073709551615: _check('z', paramIndex, 'paramIndex')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(func, paramIndex, _o0, _o1)
+        try:
+            _rc = _fn(func, paramIndex, _o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuFuncGetParamInfo: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncGetParamInfo')
         return (_o0[0], _o1[0])
@@ -2969,6 +3369,7 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
 
         return cuFuncIsLoaded
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -2984,7 +3385,10 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, function)
+        try:
+            _rc = _fn(_o0, function)
+        except _AE as _e:
+            raise TypeError('cuFuncIsLoaded: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncIsLoaded')
         return _o0[0]
@@ -2993,6 +3397,7 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
 
 
 def _mk_cuFuncLoad(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFuncLoad(function):
         """cuFuncLoad(function) -> None
@@ -3002,7 +3407,10 @@ def _mk_cuFuncLoad(_fn, _b, _chk):
         """
         if function.__class__ is not int: function, _k0 = _address(function)
         elif _chk and not 0 <= function <= 18446744073709551615: _check('p', function, 'function')
-        _rc = _fn(function)
+        try:
+            _rc = _fn(function)
+        except _AE as _e:
+            raise TypeError('cuFuncLoad: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncLoad')
 
@@ -3010,6 +3418,7 @@ def _mk_cuFuncLoad(_fn, _b, _chk):
 
 
 def _mk_cuFuncSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFuncSetAttribute(hfunc, attrib, value):
         """cuFuncSetAttribute(hfunc, attrib, value) -> None
@@ -3019,9 +3428,12 @@ def _mk_cuFuncSetAttribute(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
-        if _chk and (value.__class__ is not int or not -2147483648 <= value <= 2147483647): _check('i', value, 'value')
-        _rc = _fn(hfunc, attrib, value)
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and not -2147483648 <= value <= 2147483647: _check('i', value, 'value')
+        try:
+            _rc = _fn(hfunc, attrib, value)
+        except _AE as _e:
+            raise TypeError('cuFuncSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncSetAttribute')
 
@@ -3029,6 +3441,7 @@ def _mk_cuFuncSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuFuncSetBlockShape(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFuncSetBlockShape(hfunc, x, y, z):
         """cuFuncSetBlockShape(hfunc, x, y, z) -> None
@@ -3038,10 +3451,13 @@ def _mk_cuFuncSetBlockShape(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (x.__class__ is not int or not -2147483648 <= x <= 2147483647): _check('i', x, 'x')
-        if _chk and (y.__class__ is not int or not -2147483648 <= y <= 2147483647): _check('i', y, 'y')
-        if _chk and (z.__class__ is not int or not -2147483648 <= z <= 2147483647): _check('i', z, 'z')
-        _rc = _fn(hfunc, x, y, z)
+        if _chk and not -2147483648 <= x <= 2147483647: _check('i', x, 'x')
+        if _chk and not -2147483648 <= y <= 2147483647: _check('i', y, 'y')
+        if _chk and not -2147483648 <= z <= 2147483647: _check('i', z, 'z')
+        try:
+            _rc = _fn(hfunc, x, y, z)
+        except _AE as _e:
+            raise TypeError('cuFuncSetBlockShape: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncSetBlockShape')
 
@@ -3049,6 +3465,7 @@ def _mk_cuFuncSetBlockShape(_fn, _b, _chk):
 
 
 def _mk_cuFuncSetCacheConfig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFuncSetCacheConfig(hfunc, config):
         """cuFuncSetCacheConfig(hfunc, config) -> None
@@ -3058,8 +3475,11 @@ def _mk_cuFuncSetCacheConfig(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
-        _rc = _fn(hfunc, config)
+        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        try:
+            _rc = _fn(hfunc, config)
+        except _AE as _e:
+            raise TypeError('cuFuncSetCacheConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncSetCacheConfig')
 
@@ -3067,6 +3487,7 @@ def _mk_cuFuncSetCacheConfig(_fn, _b, _chk):
 
 
 def _mk_cuFuncSetSharedMemConfig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFuncSetSharedMemConfig(hfunc, config):
         """cuFuncSetSharedMemConfig(hfunc, config) -> None
@@ -3076,8 +3497,11 @@ def _mk_cuFuncSetSharedMemConfig(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
-        _rc = _fn(hfunc, config)
+        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        try:
+            _rc = _fn(hfunc, config)
+        except _AE as _e:
+            raise TypeError('cuFuncSetSharedMemConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncSetSharedMemConfig')
 
@@ -3085,6 +3509,7 @@ def _mk_cuFuncSetSharedMemConfig(_fn, _b, _chk):
 
 
 def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuFuncSetSharedSize(hfunc, bytes):
         """cuFuncSetSharedSize(hfunc, bytes) -> None
@@ -3094,8 +3519,11 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (bytes.__class__ is not int or not 0 <= bytes <= 4294967295): _check('I', bytes, 'bytes')
-        _rc = _fn(hfunc, bytes)
+        if _chk and not 0 <= bytes <= 4294967295: _check('I', bytes, 'bytes')
+        try:
+            _rc = _fn(hfunc, bytes)
+        except _AE as _e:
+            raise TypeError('cuFuncSetSharedSize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuFuncSetSharedSize')
 
@@ -3103,6 +3531,7 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
 
 
 def _mk_cuGetErrorName(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3112,12 +3541,15 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
         Calls the driver's cuGetErrorName (ABI version 6000): CUresult cuGetErrorName(CUresult error, const char **pStr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (error.__class__ is not int or not 0 <= error <= 4294967295): _check('I', error, 'error')
+        if _chk and not 0 <= error <= 4294967295: _check('I', error, 'error')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(error, _o0)
+        try:
+            _rc = _fn(error, _o0)
+        except _AE as _e:
+            raise TypeError('cuGetErrorName: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGetErrorName')
         return _cstr_at(_o0[0])
@@ -3126,6 +3558,7 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
 
 
 def _mk_cuGetErrorString(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3135,12 +3568,15 @@ def _mk_cuGetErrorString(_fn, _b, _chk):
         Calls the driver's cuGetErrorString (ABI version 6000): CUresult cuGetErrorString(CUresult error, const char **pStr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (error.__class__ is not int or not 0 <= error <= 4294967295): _check('I', error, 'error')
+        if _chk and not 0 <= error <= 4294967295: _check('I', error, 'error')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(error, _o0)
+        try:
+            _rc = _fn(error, _o0)
+        except _AE as _e:
+            raise TypeError('cuGetErrorString: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGetErrorString')
         return _cstr_at(_o0[0])
@@ -3170,6 +3606,7 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
 
         return cuGetExportTable
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3185,7 +3622,10 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pExportTableId)
+        try:
+            _rc = _fn(_o0, pExportTableId)
+        except _AE as _e:
+            raise TypeError('cuGetExportTable: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGetExportTable')
         return _o0[0]
@@ -3194,6 +3634,7 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
 
 
 def _mk_cuGetProcAddress(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _n1 = _b.out_types['I']
     _tls = _local()
@@ -3207,14 +3648,17 @@ def _mk_cuGetProcAddress(_fn, _b, _chk):
         """
         if symbol.__class__ is not int: symbol, _k0 = _cstring(symbol)
         elif _chk and not 0 <= symbol <= 18446744073709551615: _check('p', symbol, 'symbol')
-        if _chk and (cudaVersion.__class__ is not int or not -2147483648 <= cudaVersion <= 2147483647): _check('i', cudaVersion, 'cudaVersion')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not -2147483648 <= cudaVersion <= 2147483647: _check('i', cudaVersion, 'cudaVersion')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(symbol, _o0, cudaVersion, flags, _o1)
+        try:
+            _rc = _fn(symbol, _o0, cudaVersion, flags, _o1)
+        except _AE as _e:
+            raise TypeError('cuGetProcAddress: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGetProcAddress')
         return (_o0[0], _o1[0])
@@ -3237,7 +3681,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3249,6 +3693,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
 
         return cuGraphAddBatchMemOpNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3262,14 +3707,17 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddBatchMemOpNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddBatchMemOpNode')
         return _o0[0]
@@ -3292,7 +3740,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
             elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
             _v = _f1(hGraph, dependencies, numDependencies, childGraph)
@@ -3304,6 +3752,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
 
         return cuGraphAddChildGraphNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3317,14 +3766,17 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
         elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, childGraph)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, childGraph)
+        except _AE as _e:
+            raise TypeError('cuGraphAddChildGraphNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddChildGraphNode')
         return _o0[0]
@@ -3333,6 +3785,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddDependencies(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphAddDependencies(hGraph, from_, to, edgeData, numDependencies):
         """cuGraphAddDependencies(hGraph, from_, to, edgeData, numDependencies) -> None
@@ -3348,8 +3801,11 @@ def _mk_cuGraphAddDependencies(_fn, _b, _chk):
         elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
         elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
-        _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        try:
+            _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
+        except _AE as _e:
+            raise TypeError('cuGraphAddDependencies: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddDependencies')
 
@@ -3371,7 +3827,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             _v = _f1(hGraph, dependencies, numDependencies)
             if _v == _S:
                 _rc = _last()
@@ -3381,6 +3837,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
 
         return cuGraphAddEmptyNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3394,12 +3851,15 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies)
+        except _AE as _e:
+            raise TypeError('cuGraphAddEmptyNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddEmptyNode')
         return _o0[0]
@@ -3422,7 +3882,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if event.__class__ is not int: event, _k4 = _address(event)
             elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
             _v = _f1(hGraph, dependencies, numDependencies, event)
@@ -3434,6 +3894,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
 
         return cuGraphAddEventRecordNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3447,14 +3908,17 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if event.__class__ is not int: event, _k4 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, event)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, event)
+        except _AE as _e:
+            raise TypeError('cuGraphAddEventRecordNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddEventRecordNode')
         return _o0[0]
@@ -3477,7 +3941,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if event.__class__ is not int: event, _k4 = _address(event)
             elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
             _v = _f1(hGraph, dependencies, numDependencies, event)
@@ -3489,6 +3953,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
 
         return cuGraphAddEventWaitNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3502,14 +3967,17 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if event.__class__ is not int: event, _k4 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, event)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, event)
+        except _AE as _e:
+            raise TypeError('cuGraphAddEventWaitNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddEventWaitNode')
         return _o0[0]
@@ -3532,7 +4000,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3544,6 +4012,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
 
         return cuGraphAddExternalSemaphoresSignalNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3557,14 +4026,17 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddExternalSemaphoresSignalNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddExternalSemaphoresSignalNode')
         return _o0[0]
@@ -3587,7 +4059,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3599,6 +4071,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
 
         return cuGraphAddExternalSemaphoresWaitNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3612,14 +4085,17 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddExternalSemaphoresWaitNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddExternalSemaphoresWaitNode')
         return _o0[0]
@@ -3642,7 +4118,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3654,6 +4130,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
 
         return cuGraphAddHostNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3667,14 +4144,17 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddHostNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddHostNode')
         return _o0[0]
@@ -3697,7 +4177,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3709,6 +4189,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
 
         return cuGraphAddKernelNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3722,14 +4203,17 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddKernelNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddKernelNode')
         return _o0[0]
@@ -3752,7 +4236,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3764,6 +4248,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
 
         return cuGraphAddMemAllocNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3777,14 +4262,17 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddMemAllocNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddMemAllocNode')
         return _o0[0]
@@ -3807,7 +4295,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
             elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
             _v = _f1(hGraph, dependencies, numDependencies, dptr)
@@ -3819,6 +4307,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
 
         return cuGraphAddMemFreeNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3832,14 +4321,17 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, dptr)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, dptr)
+        except _AE as _e:
+            raise TypeError('cuGraphAddMemFreeNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddMemFreeNode')
         return _o0[0]
@@ -3862,7 +4354,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
             elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
             if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -3876,6 +4368,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
 
         return cuGraphAddMemcpyNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3889,7 +4382,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
         elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
         if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -3898,7 +4391,10 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, copyParams, ctx)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, copyParams, ctx)
+        except _AE as _e:
+            raise TypeError('cuGraphAddMemcpyNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddMemcpyNode')
         return _o0[0]
@@ -3921,7 +4417,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
             elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
             if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -3935,6 +4431,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
 
         return cuGraphAddMemsetNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -3948,7 +4445,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
         elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
         if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -3957,7 +4454,10 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, numDependencies, memsetParams, ctx)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, numDependencies, memsetParams, ctx)
+        except _AE as _e:
+            raise TypeError('cuGraphAddMemsetNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddMemsetNode')
         return _o0[0]
@@ -3982,7 +4482,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
             if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
             elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-            if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, dependencyData, numDependencies, nodeParams)
@@ -3994,6 +4494,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
 
         return cuGraphAddNode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4009,14 +4510,17 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
         elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, dependencies, dependencyData, numDependencies, nodeParams)
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, dependencyData, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphAddNode')
         return _o0[0]
@@ -4025,6 +4529,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphBatchMemOpNodeGetParams(hNode, nodeParams_out):
         """cuGraphBatchMemOpNodeGetParams(hNode, nodeParams_out) -> None
@@ -4036,7 +4541,10 @@ def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams_out.__class__ is not int: nodeParams_out, _k1 = _address(nodeParams_out)
         elif _chk and not 0 <= nodeParams_out <= 18446744073709551615: _check('p', nodeParams_out, 'nodeParams_out')
-        _rc = _fn(hNode, nodeParams_out)
+        try:
+            _rc = _fn(hNode, nodeParams_out)
+        except _AE as _e:
+            raise TypeError('cuGraphBatchMemOpNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphBatchMemOpNodeGetParams')
 
@@ -4044,6 +4552,7 @@ def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphBatchMemOpNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphBatchMemOpNodeSetParams(hNode, nodeParams):
         """cuGraphBatchMemOpNodeSetParams(hNode, nodeParams) -> None
@@ -4055,7 +4564,10 @@ def _mk_cuGraphBatchMemOpNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphBatchMemOpNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphBatchMemOpNodeSetParams')
 
@@ -4084,6 +4596,7 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
 
         return cuGraphChildGraphNodeGetGraph
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4099,7 +4612,10 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hNode, _o0)
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphChildGraphNodeGetGraph: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphChildGraphNodeGetGraph')
         return _o0[0]
@@ -4129,6 +4645,7 @@ def _mk_cuGraphClone(_fn, _b, _chk):
 
         return cuGraphClone
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4144,7 +4661,10 @@ def _mk_cuGraphClone(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, originalGraph)
+        try:
+            _rc = _fn(_o0, originalGraph)
+        except _AE as _e:
+            raise TypeError('cuGraphClone: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphClone')
         return _o0[0]
@@ -4167,8 +4687,8 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
             elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            if _chk and (defaultLaunchValue.__class__ is not int or not 0 <= defaultLaunchValue <= 4294967295): _check('I', defaultLaunchValue, 'defaultLaunchValue')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= defaultLaunchValue <= 4294967295: _check('I', defaultLaunchValue, 'defaultLaunchValue')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(hGraph, ctx, defaultLaunchValue, flags)
             if _v == _S:
                 _rc = _last()
@@ -4178,6 +4698,7 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
 
         return cuGraphConditionalHandleCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -4191,13 +4712,16 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        if _chk and (defaultLaunchValue.__class__ is not int or not 0 <= defaultLaunchValue <= 4294967295): _check('I', defaultLaunchValue, 'defaultLaunchValue')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= defaultLaunchValue <= 4294967295: _check('I', defaultLaunchValue, 'defaultLaunchValue')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, ctx, defaultLaunchValue, flags)
+        try:
+            _rc = _fn(_o0, hGraph, ctx, defaultLaunchValue, flags)
+        except _AE as _e:
+            raise TypeError('cuGraphConditionalHandleCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphConditionalHandleCreate')
         return _o0[0]
@@ -4216,7 +4740,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
             Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(flags)
             if _v == _S:
                 _rc = _last()
@@ -4226,6 +4750,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
 
         return cuGraphCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4235,12 +4760,15 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
         Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, flags)
+        try:
+            _rc = _fn(_o0, flags)
+        except _AE as _e:
+            raise TypeError('cuGraphCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphCreate')
         return _o0[0]
@@ -4249,6 +4777,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
 
 
 def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphDebugDotPrint(hGraph, path, flags):
         """cuGraphDebugDotPrint(hGraph, path, flags) -> None
@@ -4260,8 +4789,11 @@ def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if path.__class__ is not int: path, _k1 = _cstring(path)
         elif _chk and not 0 <= path <= 18446744073709551615: _check('p', path, 'path')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(hGraph, path, flags)
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(hGraph, path, flags)
+        except _AE as _e:
+            raise TypeError('cuGraphDebugDotPrint: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphDebugDotPrint')
 
@@ -4269,6 +4801,7 @@ def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
 
 
 def _mk_cuGraphDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphDestroy(hGraph):
         """cuGraphDestroy(hGraph) -> None
@@ -4278,7 +4811,10 @@ def _mk_cuGraphDestroy(_fn, _b, _chk):
         """
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-        _rc = _fn(hGraph)
+        try:
+            _rc = _fn(hGraph)
+        except _AE as _e:
+            raise TypeError('cuGraphDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphDestroy')
 
@@ -4286,6 +4822,7 @@ def _mk_cuGraphDestroy(_fn, _b, _chk):
 
 
 def _mk_cuGraphDestroyNode(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphDestroyNode(hNode):
         """cuGraphDestroyNode(hNode) -> None
@@ -4295,7 +4832,10 @@ def _mk_cuGraphDestroyNode(_fn, _b, _chk):
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        _rc = _fn(hNode)
+        try:
+            _rc = _fn(hNode)
+        except _AE as _e:
+            raise TypeError('cuGraphDestroyNode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphDestroyNode')
 
@@ -4324,6 +4864,7 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
 
         return cuGraphEventRecordNodeGetEvent
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4339,7 +4880,10 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hNode, _o0)
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphEventRecordNodeGetEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphEventRecordNodeGetEvent')
         return _o0[0]
@@ -4348,6 +4892,7 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphEventRecordNodeSetEvent(hNode, event):
         """cuGraphEventRecordNodeSetEvent(hNode, event) -> None
@@ -4359,7 +4904,10 @@ def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k1 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-        _rc = _fn(hNode, event)
+        try:
+            _rc = _fn(hNode, event)
+        except _AE as _e:
+            raise TypeError('cuGraphEventRecordNodeSetEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphEventRecordNodeSetEvent')
 
@@ -4388,6 +4936,7 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
 
         return cuGraphEventWaitNodeGetEvent
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4403,7 +4952,10 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hNode, _o0)
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphEventWaitNodeGetEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphEventWaitNodeGetEvent')
         return _o0[0]
@@ -4412,6 +4964,7 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphEventWaitNodeSetEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphEventWaitNodeSetEvent(hNode, event):
         """cuGraphEventWaitNodeSetEvent(hNode, event) -> None
@@ -4423,7 +4976,10 @@ def _mk_cuGraphEventWaitNodeSetEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k1 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-        _rc = _fn(hNode, event)
+        try:
+            _rc = _fn(hNode, event)
+        except _AE as _e:
+            raise TypeError('cuGraphEventWaitNodeSetEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphEventWaitNodeSetEvent')
 
@@ -4431,6 +4987,7 @@ def _mk_cuGraphEventWaitNodeSetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecBatchMemOpNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecBatchMemOpNodeSetParams(hGraphExec, hNode, nodeParams):
         """cuGraphExecBatchMemOpNodeSetParams(hGraphExec, hNode, nodeParams) -> None
@@ -4444,7 +5001,10 @@ def _mk_cuGraphExecBatchMemOpNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hGraphExec, hNode, nodeParams)
+        try:
+            _rc = _fn(hGraphExec, hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExecBatchMemOpNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecBatchMemOpNodeSetParams')
 
@@ -4452,6 +5012,7 @@ def _mk_cuGraphExecBatchMemOpNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecChildGraphNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph):
         """cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, childGraph) -> None
@@ -4465,7 +5026,10 @@ def _mk_cuGraphExecChildGraphNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if childGraph.__class__ is not int: childGraph, _k2 = _address(childGraph)
         elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
-        _rc = _fn(hGraphExec, hNode, childGraph)
+        try:
+            _rc = _fn(hGraphExec, hNode, childGraph)
+        except _AE as _e:
+            raise TypeError('cuGraphExecChildGraphNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecChildGraphNodeSetParams')
 
@@ -4473,6 +5037,7 @@ def _mk_cuGraphExecChildGraphNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecDestroy(hGraphExec):
         """cuGraphExecDestroy(hGraphExec) -> None
@@ -4482,7 +5047,10 @@ def _mk_cuGraphExecDestroy(_fn, _b, _chk):
         """
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
         elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
-        _rc = _fn(hGraphExec)
+        try:
+            _rc = _fn(hGraphExec)
+        except _AE as _e:
+            raise TypeError('cuGraphExecDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecDestroy')
 
@@ -4490,6 +5058,7 @@ def _mk_cuGraphExecDestroy(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecEventRecordNodeSetEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event):
         """cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, event) -> None
@@ -4503,7 +5072,10 @@ def _mk_cuGraphExecEventRecordNodeSetEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k2 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-        _rc = _fn(hGraphExec, hNode, event)
+        try:
+            _rc = _fn(hGraphExec, hNode, event)
+        except _AE as _e:
+            raise TypeError('cuGraphExecEventRecordNodeSetEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecEventRecordNodeSetEvent')
 
@@ -4511,6 +5083,7 @@ def _mk_cuGraphExecEventRecordNodeSetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecEventWaitNodeSetEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event):
         """cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, event) -> None
@@ -4524,7 +5097,10 @@ def _mk_cuGraphExecEventWaitNodeSetEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if event.__class__ is not int: event, _k2 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-        _rc = _fn(hGraphExec, hNode, event)
+        try:
+            _rc = _fn(hGraphExec, hNode, event)
+        except _AE as _e:
+            raise TypeError('cuGraphExecEventWaitNodeSetEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecEventWaitNodeSetEvent')
 
@@ -4532,6 +5108,7 @@ def _mk_cuGraphExecEventWaitNodeSetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec, hNode, nodeParams):
         """cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec, hNode, nodeParams) -> None
@@ -4545,7 +5122,10 @@ def _mk_cuGraphExecExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hGraphExec, hNode, nodeParams)
+        try:
+            _rc = _fn(hGraphExec, hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExecExternalSemaphoresSignalNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecExternalSemaphoresSignalNodeSetParams')
 
@@ -4553,6 +5133,7 @@ def _mk_cuGraphExecExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec, hNode, nodeParams):
         """cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec, hNode, nodeParams) -> None
@@ -4566,7 +5147,10 @@ def _mk_cuGraphExecExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hGraphExec, hNode, nodeParams)
+        try:
+            _rc = _fn(hGraphExec, hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExecExternalSemaphoresWaitNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecExternalSemaphoresWaitNodeSetParams')
 
@@ -4595,6 +5179,7 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
 
         return cuGraphExecGetFlags
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -4610,7 +5195,10 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hGraphExec, _o0)
+        try:
+            _rc = _fn(hGraphExec, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphExecGetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecGetFlags')
         return _o0[0]
@@ -4619,6 +5207,7 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecHostNodeSetParams(hGraphExec, hNode, nodeParams):
         """cuGraphExecHostNodeSetParams(hGraphExec, hNode, nodeParams) -> None
@@ -4632,7 +5221,10 @@ def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hGraphExec, hNode, nodeParams)
+        try:
+            _rc = _fn(hGraphExec, hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExecHostNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecHostNodeSetParams')
 
@@ -4640,6 +5232,7 @@ def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecKernelNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecKernelNodeSetParams(hGraphExec, hNode, nodeParams):
         """cuGraphExecKernelNodeSetParams(hGraphExec, hNode, nodeParams) -> None
@@ -4653,7 +5246,10 @@ def _mk_cuGraphExecKernelNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hGraphExec, hNode, nodeParams)
+        try:
+            _rc = _fn(hGraphExec, hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExecKernelNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecKernelNodeSetParams')
 
@@ -4661,6 +5257,7 @@ def _mk_cuGraphExecKernelNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecMemcpyNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, copyParams, ctx):
         """cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, copyParams, ctx) -> None
@@ -4676,7 +5273,10 @@ def _mk_cuGraphExecMemcpyNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
         if ctx.__class__ is not int: ctx, _k3 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(hGraphExec, hNode, copyParams, ctx)
+        try:
+            _rc = _fn(hGraphExec, hNode, copyParams, ctx)
+        except _AE as _e:
+            raise TypeError('cuGraphExecMemcpyNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecMemcpyNodeSetParams')
 
@@ -4684,6 +5284,7 @@ def _mk_cuGraphExecMemcpyNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecMemsetNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, memsetParams, ctx):
         """cuGraphExecMemsetNodeSetParams(hGraphExec, hNode, memsetParams, ctx) -> None
@@ -4699,7 +5300,10 @@ def _mk_cuGraphExecMemsetNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
         if ctx.__class__ is not int: ctx, _k3 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        _rc = _fn(hGraphExec, hNode, memsetParams, ctx)
+        try:
+            _rc = _fn(hGraphExec, hNode, memsetParams, ctx)
+        except _AE as _e:
+            raise TypeError('cuGraphExecMemsetNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecMemsetNodeSetParams')
 
@@ -4707,6 +5311,7 @@ def _mk_cuGraphExecMemsetNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams):
         """cuGraphExecNodeSetParams(hGraphExec, hNode, nodeParams) -> None
@@ -4720,7 +5325,10 @@ def _mk_cuGraphExecNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k2 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hGraphExec, hNode, nodeParams)
+        try:
+            _rc = _fn(hGraphExec, hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExecNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecNodeSetParams')
 
@@ -4728,6 +5336,7 @@ def _mk_cuGraphExecNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecUpdate(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExecUpdate(hGraphExec, hGraph, resultInfo):
         """cuGraphExecUpdate(hGraphExec, hGraph, resultInfo) -> None
@@ -4741,7 +5350,10 @@ def _mk_cuGraphExecUpdate(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if resultInfo.__class__ is not int: resultInfo, _k2 = _address(resultInfo)
         elif _chk and not 0 <= resultInfo <= 18446744073709551615: _check('p', resultInfo, 'resultInfo')
-        _rc = _fn(hGraphExec, hGraph, resultInfo)
+        try:
+            _rc = _fn(hGraphExec, hGraph, resultInfo)
+        except _AE as _e:
+            raise TypeError('cuGraphExecUpdate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExecUpdate')
 
@@ -4749,6 +5361,7 @@ def _mk_cuGraphExecUpdate(_fn, _b, _chk):
 
 
 def _mk_cuGraphExternalSemaphoresSignalNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExternalSemaphoresSignalNodeGetParams(hNode, params_out):
         """cuGraphExternalSemaphoresSignalNodeGetParams(hNode, params_out) -> None
@@ -4760,7 +5373,10 @@ def _mk_cuGraphExternalSemaphoresSignalNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if params_out.__class__ is not int: params_out, _k1 = _address(params_out)
         elif _chk and not 0 <= params_out <= 18446744073709551615: _check('p', params_out, 'params_out')
-        _rc = _fn(hNode, params_out)
+        try:
+            _rc = _fn(hNode, params_out)
+        except _AE as _e:
+            raise TypeError('cuGraphExternalSemaphoresSignalNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresSignalNodeGetParams')
 
@@ -4768,6 +5384,7 @@ def _mk_cuGraphExternalSemaphoresSignalNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExternalSemaphoresSignalNodeSetParams(hNode, nodeParams):
         """cuGraphExternalSemaphoresSignalNodeSetParams(hNode, nodeParams) -> None
@@ -4779,7 +5396,10 @@ def _mk_cuGraphExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExternalSemaphoresSignalNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresSignalNodeSetParams')
 
@@ -4787,6 +5407,7 @@ def _mk_cuGraphExternalSemaphoresSignalNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExternalSemaphoresWaitNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExternalSemaphoresWaitNodeGetParams(hNode, params_out):
         """cuGraphExternalSemaphoresWaitNodeGetParams(hNode, params_out) -> None
@@ -4798,7 +5419,10 @@ def _mk_cuGraphExternalSemaphoresWaitNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if params_out.__class__ is not int: params_out, _k1 = _address(params_out)
         elif _chk and not 0 <= params_out <= 18446744073709551615: _check('p', params_out, 'params_out')
-        _rc = _fn(hNode, params_out)
+        try:
+            _rc = _fn(hNode, params_out)
+        except _AE as _e:
+            raise TypeError('cuGraphExternalSemaphoresWaitNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresWaitNodeGetParams')
 
@@ -4806,6 +5430,7 @@ def _mk_cuGraphExternalSemaphoresWaitNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphExternalSemaphoresWaitNodeSetParams(hNode, nodeParams):
         """cuGraphExternalSemaphoresWaitNodeSetParams(hNode, nodeParams) -> None
@@ -4817,7 +5442,10 @@ def _mk_cuGraphExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphExternalSemaphoresWaitNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphExternalSemaphoresWaitNodeSetParams')
 
@@ -4825,6 +5453,7 @@ def _mk_cuGraphExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphGetEdges(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -4849,7 +5478,10 @@ def _mk_cuGraphGetEdges(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', numEdges, 'numEdges')
         _o0[0] = numEdges
-        _rc = _fn(hGraph, from_, to, edgeData, _o0)
+        try:
+            _rc = _fn(hGraph, from_, to, edgeData, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphGetEdges: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphGetEdges')
         return _o0[0]
@@ -4858,6 +5490,7 @@ def _mk_cuGraphGetEdges(_fn, _b, _chk):
 
 
 def _mk_cuGraphGetNodes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -4878,7 +5511,10 @@ def _mk_cuGraphGetNodes(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', numNodes, 'numNodes')
         _o0[0] = numNodes
-        _rc = _fn(hGraph, nodes, _o0)
+        try:
+            _rc = _fn(hGraph, nodes, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphGetNodes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphGetNodes')
         return _o0[0]
@@ -4887,6 +5523,7 @@ def _mk_cuGraphGetNodes(_fn, _b, _chk):
 
 
 def _mk_cuGraphGetRootNodes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -4907,7 +5544,10 @@ def _mk_cuGraphGetRootNodes(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', numRootNodes, 'numRootNodes')
         _o0[0] = numRootNodes
-        _rc = _fn(hGraph, rootNodes, _o0)
+        try:
+            _rc = _fn(hGraph, rootNodes, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphGetRootNodes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphGetRootNodes')
         return _o0[0]
@@ -4916,6 +5556,7 @@ def _mk_cuGraphGetRootNodes(_fn, _b, _chk):
 
 
 def _mk_cuGraphHostNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphHostNodeGetParams(hNode, nodeParams):
         """cuGraphHostNodeGetParams(hNode, nodeParams) -> None
@@ -4927,7 +5568,10 @@ def _mk_cuGraphHostNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphHostNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphHostNodeGetParams')
 
@@ -4935,6 +5579,7 @@ def _mk_cuGraphHostNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphHostNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphHostNodeSetParams(hNode, nodeParams):
         """cuGraphHostNodeSetParams(hNode, nodeParams) -> None
@@ -4946,7 +5591,10 @@ def _mk_cuGraphHostNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphHostNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphHostNodeSetParams')
 
@@ -4966,7 +5614,7 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
             """
             if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
             _v = _f1(hGraph, flags)
             if _v == _S:
                 _rc = _last()
@@ -4976,6 +5624,7 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
 
         return cuGraphInstantiate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -4987,12 +5636,15 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, flags)
+        try:
+            _rc = _fn(_o0, hGraph, flags)
+        except _AE as _e:
+            raise TypeError('cuGraphInstantiate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphInstantiate')
         return _o0[0]
@@ -5024,6 +5676,7 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
 
         return cuGraphInstantiateWithParams
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5041,7 +5694,10 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hGraph, instantiateParams)
+        try:
+            _rc = _fn(_o0, hGraph, instantiateParams)
+        except _AE as _e:
+            raise TypeError('cuGraphInstantiateWithParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphInstantiateWithParams')
         return _o0[0]
@@ -5050,6 +5706,7 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphKernelNodeCopyAttributes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphKernelNodeCopyAttributes(dst, src):
         """cuGraphKernelNodeCopyAttributes(dst, src) -> None
@@ -5061,7 +5718,10 @@ def _mk_cuGraphKernelNodeCopyAttributes(_fn, _b, _chk):
         elif _chk and not 0 <= dst <= 18446744073709551615: _check('p', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
         elif _chk and not 0 <= src <= 18446744073709551615: _check('p', src, 'src')
-        _rc = _fn(dst, src)
+        try:
+            _rc = _fn(dst, src)
+        except _AE as _e:
+            raise TypeError('cuGraphKernelNodeCopyAttributes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeCopyAttributes')
 
@@ -5069,6 +5729,7 @@ def _mk_cuGraphKernelNodeCopyAttributes(_fn, _b, _chk):
 
 
 def _mk_cuGraphKernelNodeGetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphKernelNodeGetAttribute(hNode, attr, value_out):
         """cuGraphKernelNodeGetAttribute(hNode, attr, value_out) -> None
@@ -5078,10 +5739,13 @@ def _mk_cuGraphKernelNodeGetAttribute(_fn, _b, _chk):
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value_out.__class__ is not int: value_out, _k2 = _address(value_out)
         elif _chk and not 0 <= value_out <= 18446744073709551615: _check('p', value_out, 'value_out')
-        _rc = _fn(hNode, attr, value_out)
+        try:
+            _rc = _fn(hNode, attr, value_out)
+        except _AE as _e:
+            raise TypeError('cuGraphKernelNodeGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeGetAttribute')
 
@@ -5089,6 +5753,7 @@ def _mk_cuGraphKernelNodeGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuGraphKernelNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphKernelNodeGetParams(hNode, nodeParams):
         """cuGraphKernelNodeGetParams(hNode, nodeParams) -> None
@@ -5100,7 +5765,10 @@ def _mk_cuGraphKernelNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphKernelNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeGetParams')
 
@@ -5108,6 +5776,7 @@ def _mk_cuGraphKernelNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphKernelNodeSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphKernelNodeSetAttribute(hNode, attr, value):
         """cuGraphKernelNodeSetAttribute(hNode, attr, value) -> None
@@ -5117,10 +5786,13 @@ def _mk_cuGraphKernelNodeSetAttribute(_fn, _b, _chk):
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        _rc = _fn(hNode, attr, value)
+        try:
+            _rc = _fn(hNode, attr, value)
+        except _AE as _e:
+            raise TypeError('cuGraphKernelNodeSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeSetAttribute')
 
@@ -5128,6 +5800,7 @@ def _mk_cuGraphKernelNodeSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuGraphKernelNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphKernelNodeSetParams(hNode, nodeParams):
         """cuGraphKernelNodeSetParams(hNode, nodeParams) -> None
@@ -5139,7 +5812,10 @@ def _mk_cuGraphKernelNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphKernelNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphKernelNodeSetParams')
 
@@ -5147,6 +5823,7 @@ def _mk_cuGraphKernelNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphLaunch(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphLaunch(hGraphExec, hStream):
         """cuGraphLaunch(hGraphExec, hStream) -> None
@@ -5158,7 +5835,10 @@ def _mk_cuGraphLaunch(_fn, _b, _chk):
         elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(hGraphExec, hStream)
+        try:
+            _rc = _fn(hGraphExec, hStream)
+        except _AE as _e:
+            raise TypeError('cuGraphLaunch: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphLaunch')
 
@@ -5166,6 +5846,7 @@ def _mk_cuGraphLaunch(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemAllocNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphMemAllocNodeGetParams(hNode, params_out):
         """cuGraphMemAllocNodeGetParams(hNode, params_out) -> None
@@ -5177,7 +5858,10 @@ def _mk_cuGraphMemAllocNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if params_out.__class__ is not int: params_out, _k1 = _address(params_out)
         elif _chk and not 0 <= params_out <= 18446744073709551615: _check('p', params_out, 'params_out')
-        _rc = _fn(hNode, params_out)
+        try:
+            _rc = _fn(hNode, params_out)
+        except _AE as _e:
+            raise TypeError('cuGraphMemAllocNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphMemAllocNodeGetParams')
 
@@ -5206,6 +5890,7 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
 
         return cuGraphMemFreeNodeGetParams
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5221,7 +5906,10 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hNode, _o0)
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphMemFreeNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphMemFreeNodeGetParams')
         return _o0[0]
@@ -5230,6 +5918,7 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemcpyNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphMemcpyNodeGetParams(hNode, nodeParams):
         """cuGraphMemcpyNodeGetParams(hNode, nodeParams) -> None
@@ -5241,7 +5930,10 @@ def _mk_cuGraphMemcpyNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphMemcpyNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphMemcpyNodeGetParams')
 
@@ -5249,6 +5941,7 @@ def _mk_cuGraphMemcpyNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemcpyNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphMemcpyNodeSetParams(hNode, nodeParams):
         """cuGraphMemcpyNodeSetParams(hNode, nodeParams) -> None
@@ -5260,7 +5953,10 @@ def _mk_cuGraphMemcpyNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphMemcpyNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphMemcpyNodeSetParams')
 
@@ -5268,6 +5964,7 @@ def _mk_cuGraphMemcpyNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemsetNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphMemsetNodeGetParams(hNode, nodeParams):
         """cuGraphMemsetNodeGetParams(hNode, nodeParams) -> None
@@ -5279,7 +5976,10 @@ def _mk_cuGraphMemsetNodeGetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphMemsetNodeGetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphMemsetNodeGetParams')
 
@@ -5287,6 +5987,7 @@ def _mk_cuGraphMemsetNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemsetNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphMemsetNodeSetParams(hNode, nodeParams):
         """cuGraphMemsetNodeSetParams(hNode, nodeParams) -> None
@@ -5298,7 +5999,10 @@ def _mk_cuGraphMemsetNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphMemsetNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphMemsetNodeSetParams')
 
@@ -5329,6 +6033,7 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
 
         return cuGraphNodeFindInClone
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5346,7 +6051,10 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hOriginalNode, hClonedGraph)
+        try:
+            _rc = _fn(_o0, hOriginalNode, hClonedGraph)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeFindInClone: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeFindInClone')
         return _o0[0]
@@ -5355,6 +6063,7 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -5377,7 +6086,10 @@ def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', numDependencies, 'numDependencies')
         _o0[0] = numDependencies
-        _rc = _fn(hNode, dependencies, edgeData, _o0)
+        try:
+            _rc = _fn(hNode, dependencies, edgeData, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetDependencies: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeGetDependencies')
         return _o0[0]
@@ -5386,6 +6098,7 @@ def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -5408,7 +6121,10 @@ def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
             _o0 = _tls.o = _n0()
         if _chk: _check('z', numDependentNodes, 'numDependentNodes')
         _o0[0] = numDependentNodes
-        _rc = _fn(hNode, dependentNodes, edgeData, _o0)
+        try:
+            _rc = _fn(hNode, dependentNodes, edgeData, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetDependentNodes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeGetDependentNodes')
         return _o0[0]
@@ -5440,6 +6156,7 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
 
         return cuGraphNodeGetEnabled
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -5457,7 +6174,10 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hGraphExec, hNode, _o0)
+        try:
+            _rc = _fn(hGraphExec, hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetEnabled: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeGetEnabled')
         return _o0[0]
@@ -5487,6 +6207,7 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
 
         return cuGraphNodeGetType
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -5502,7 +6223,10 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hNode, _o0)
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetType: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeGetType')
         return _o0[0]
@@ -5511,6 +6235,7 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled):
         """cuGraphNodeSetEnabled(hGraphExec, hNode, isEnabled) -> None
@@ -5522,8 +6247,11 @@ def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
         elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        if _chk and (isEnabled.__class__ is not int or not 0 <= isEnabled <= 4294967295): _check('I', isEnabled, 'isEnabled')
-        _rc = _fn(hGraphExec, hNode, isEnabled)
+        if _chk and not 0 <= isEnabled <= 4294967295: _check('I', isEnabled, 'isEnabled')
+        try:
+            _rc = _fn(hGraphExec, hNode, isEnabled)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeSetEnabled: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeSetEnabled')
 
@@ -5531,6 +6259,7 @@ def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeSetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphNodeSetParams(hNode, nodeParams):
         """cuGraphNodeSetParams(hNode, nodeParams) -> None
@@ -5542,7 +6271,10 @@ def _mk_cuGraphNodeSetParams(_fn, _b, _chk):
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-        _rc = _fn(hNode, nodeParams)
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeSetParams: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphNodeSetParams')
 
@@ -5550,6 +6282,7 @@ def _mk_cuGraphNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphReleaseUserObject(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphReleaseUserObject(graph, object, count):
         """cuGraphReleaseUserObject(graph, object, count) -> None
@@ -5561,8 +6294,11 @@ def _mk_cuGraphReleaseUserObject(_fn, _b, _chk):
         elif _chk and not 0 <= graph <= 18446744073709551615: _check('p', graph, 'graph')
         if object.__class__ is not int: object, _k1 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
-        _rc = _fn(graph, object, count)
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        try:
+            _rc = _fn(graph, object, count)
+        except _AE as _e:
+            raise TypeError('cuGraphReleaseUserObject: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphReleaseUserObject')
 
@@ -5570,6 +6306,7 @@ def _mk_cuGraphReleaseUserObject(_fn, _b, _chk):
 
 
 def _mk_cuGraphRemoveDependencies(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphRemoveDependencies(hGraph, from_, to, edgeData, numDependencies):
         """cuGraphRemoveDependencies(hGraph, from_, to, edgeData, numDependencies) -> None
@@ -5585,8 +6322,11 @@ def _mk_cuGraphRemoveDependencies(_fn, _b, _chk):
         elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
         elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
-        _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        try:
+            _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
+        except _AE as _e:
+            raise TypeError('cuGraphRemoveDependencies: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphRemoveDependencies')
 
@@ -5594,6 +6334,7 @@ def _mk_cuGraphRemoveDependencies(_fn, _b, _chk):
 
 
 def _mk_cuGraphRetainUserObject(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphRetainUserObject(graph, object, count, flags):
         """cuGraphRetainUserObject(graph, object, count, flags) -> None
@@ -5605,9 +6346,12 @@ def _mk_cuGraphRetainUserObject(_fn, _b, _chk):
         elif _chk and not 0 <= graph <= 18446744073709551615: _check('p', graph, 'graph')
         if object.__class__ is not int: object, _k1 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(graph, object, count, flags)
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(graph, object, count, flags)
+        except _AE as _e:
+            raise TypeError('cuGraphRetainUserObject: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphRetainUserObject')
 
@@ -5615,6 +6359,7 @@ def _mk_cuGraphRetainUserObject(_fn, _b, _chk):
 
 
 def _mk_cuGraphUpload(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphUpload(hGraphExec, hStream):
         """cuGraphUpload(hGraphExec, hStream) -> None
@@ -5626,7 +6371,10 @@ def _mk_cuGraphUpload(_fn, _b, _chk):
         elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(hGraphExec, hStream)
+        try:
+            _rc = _fn(hGraphExec, hStream)
+        except _AE as _e:
+            raise TypeError('cuGraphUpload: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphUpload')
 
@@ -5634,6 +6382,7 @@ def _mk_cuGraphUpload(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsMapResources(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphicsMapResources(count, resources, hStream):
         """cuGraphicsMapResources(count, resources, hStream) -> None
@@ -5641,12 +6390,15 @@ def _mk_cuGraphicsMapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsMapResources (ABI version 3000): CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(count, resources, hStream)
+        try:
+            _rc = _fn(count, resources, hStream)
+        except _AE as _e:
+            raise TypeError('cuGraphicsMapResources: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsMapResources')
 
@@ -5675,6 +6427,7 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
 
         return cuGraphicsResourceGetMappedMipmappedArray
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5690,7 +6443,10 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, resource)
+        try:
+            _rc = _fn(_o0, resource)
+        except _AE as _e:
+            raise TypeError('cuGraphicsResourceGetMappedMipmappedArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsResourceGetMappedMipmappedArray')
         return _o0[0]
@@ -5699,6 +6455,7 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -5717,7 +6474,10 @@ def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, resource)
+        try:
+            _rc = _fn(_o0, _o1, resource)
+        except _AE as _e:
+            raise TypeError('cuGraphicsResourceGetMappedPointer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsResourceGetMappedPointer')
         return (_o0[0], _o1[0])
@@ -5726,6 +6486,7 @@ def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsResourceSetMapFlags(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphicsResourceSetMapFlags(resource, flags):
         """cuGraphicsResourceSetMapFlags(resource, flags) -> None
@@ -5735,8 +6496,11 @@ def _mk_cuGraphicsResourceSetMapFlags(_fn, _b, _chk):
         """
         if resource.__class__ is not int: resource, _k0 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(resource, flags)
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(resource, flags)
+        except _AE as _e:
+            raise TypeError('cuGraphicsResourceSetMapFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsResourceSetMapFlags')
 
@@ -5756,8 +6520,8 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
             """
             if resource.__class__ is not int: resource, _k1 = _address(resource)
             elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-            if _chk and (arrayIndex.__class__ is not int or not 0 <= arrayIndex <= 4294967295): _check('I', arrayIndex, 'arrayIndex')
-            if _chk and (mipLevel.__class__ is not int or not 0 <= mipLevel <= 4294967295): _check('I', mipLevel, 'mipLevel')
+            if _chk and not 0 <= arrayIndex <= 4294967295: _check('I', arrayIndex, 'arrayIndex')
+            if _chk and not 0 <= mipLevel <= 4294967295: _check('I', mipLevel, 'mipLevel')
             _v = _f1(resource, arrayIndex, mipLevel)
             if _v == _S:
                 _rc = _last()
@@ -5767,6 +6531,7 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
 
         return cuGraphicsSubResourceGetMappedArray
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5778,13 +6543,16 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
         """
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and (arrayIndex.__class__ is not int or not 0 <= arrayIndex <= 4294967295): _check('I', arrayIndex, 'arrayIndex')
-        if _chk and (mipLevel.__class__ is not int or not 0 <= mipLevel <= 4294967295): _check('I', mipLevel, 'mipLevel')
+        if _chk and not 0 <= arrayIndex <= 4294967295: _check('I', arrayIndex, 'arrayIndex')
+        if _chk and not 0 <= mipLevel <= 4294967295: _check('I', mipLevel, 'mipLevel')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, resource, arrayIndex, mipLevel)
+        try:
+            _rc = _fn(_o0, resource, arrayIndex, mipLevel)
+        except _AE as _e:
+            raise TypeError('cuGraphicsSubResourceGetMappedArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsSubResourceGetMappedArray')
         return _o0[0]
@@ -5793,6 +6561,7 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphicsUnmapResources(count, resources, hStream):
         """cuGraphicsUnmapResources(count, resources, hStream) -> None
@@ -5800,12 +6569,15 @@ def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsUnmapResources (ABI version 3000): CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(count, resources, hStream)
+        try:
+            _rc = _fn(count, resources, hStream)
+        except _AE as _e:
+            raise TypeError('cuGraphicsUnmapResources: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsUnmapResources')
 
@@ -5813,6 +6585,7 @@ def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsUnregisterResource(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGraphicsUnregisterResource(resource):
         """cuGraphicsUnregisterResource(resource) -> None
@@ -5822,7 +6595,10 @@ def _mk_cuGraphicsUnregisterResource(_fn, _b, _chk):
         """
         if resource.__class__ is not int: resource, _k0 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        _rc = _fn(resource)
+        try:
+            _rc = _fn(resource)
+        except _AE as _e:
+            raise TypeError('cuGraphicsUnregisterResource: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGraphicsUnregisterResource')
 
@@ -5842,8 +6618,8 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
             """
             if desc.__class__ is not int: desc, _k1 = _address(desc)
             elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(desc, dev, flags)
             if _v == _S:
                 _rc = _last()
@@ -5853,6 +6629,7 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
 
         return cuGreenCtxCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -5864,13 +6641,16 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
         """
         if desc.__class__ is not int: desc, _k1 = _address(desc)
         elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, desc, dev, flags)
+        try:
+            _rc = _fn(_o0, desc, dev, flags)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxCreate')
         return _o0[0]
@@ -5879,6 +6659,7 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGreenCtxDestroy(hCtx):
         """cuGreenCtxDestroy(hCtx) -> None
@@ -5888,7 +6669,10 @@ def _mk_cuGreenCtxDestroy(_fn, _b, _chk):
         """
         if hCtx.__class__ is not int: hCtx, _k0 = _address(hCtx)
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
-        _rc = _fn(hCtx)
+        try:
+            _rc = _fn(hCtx)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxDestroy')
 
@@ -5896,6 +6680,7 @@ def _mk_cuGreenCtxDestroy(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxGetDevResource(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGreenCtxGetDevResource(hCtx, resource, type):
         """cuGreenCtxGetDevResource(hCtx, resource, type) -> None
@@ -5907,8 +6692,11 @@ def _mk_cuGreenCtxGetDevResource(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
-        _rc = _fn(hCtx, resource, type)
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        try:
+            _rc = _fn(hCtx, resource, type)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxGetDevResource: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxGetDevResource')
 
@@ -5937,6 +6725,7 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
 
         return cuGreenCtxGetId
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -5952,7 +6741,10 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(greenCtx, _o0)
+        try:
+            _rc = _fn(greenCtx, _o0)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxGetId: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxGetId')
         return _o0[0]
@@ -5961,6 +6753,7 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGreenCtxRecordEvent(hCtx, hEvent):
         """cuGreenCtxRecordEvent(hCtx, hEvent) -> None
@@ -5972,7 +6765,10 @@ def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hCtx, hEvent)
+        try:
+            _rc = _fn(hCtx, hEvent)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxRecordEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxRecordEvent')
 
@@ -5992,8 +6788,8 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
             """
             if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
             elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-            if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
             _v = _f1(greenCtx, flags, priority)
             if _v == _S:
                 _rc = _last()
@@ -6003,6 +6799,7 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
 
         return cuGreenCtxStreamCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6014,13 +6811,16 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
         """
         if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
         elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, greenCtx, flags, priority)
+        try:
+            _rc = _fn(_o0, greenCtx, flags, priority)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxStreamCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxStreamCreate')
         return _o0[0]
@@ -6029,6 +6829,7 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuGreenCtxWaitEvent(hCtx, hEvent):
         """cuGreenCtxWaitEvent(hCtx, hEvent) -> None
@@ -6040,7 +6841,10 @@ def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        _rc = _fn(hCtx, hEvent)
+        try:
+            _rc = _fn(hCtx, hEvent)
+        except _AE as _e:
+            raise TypeError('cuGreenCtxWaitEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuGreenCtxWaitEvent')
 
@@ -6069,6 +6873,7 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
 
         return cuImportExternalMemory
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6084,7 +6889,10 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, memHandleDesc)
+        try:
+            _rc = _fn(_o0, memHandleDesc)
+        except _AE as _e:
+            raise TypeError('cuImportExternalMemory: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuImportExternalMemory')
         return _o0[0]
@@ -6114,6 +6922,7 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
 
         return cuImportExternalSemaphore
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6129,7 +6938,10 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, semHandleDesc)
+        try:
+            _rc = _fn(_o0, semHandleDesc)
+        except _AE as _e:
+            raise TypeError('cuImportExternalSemaphore: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuImportExternalSemaphore')
         return _o0[0]
@@ -6138,6 +6950,7 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
 
 
 def _mk_cuInit(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuInit(Flags):
         """cuInit(Flags) -> None
@@ -6145,8 +6958,11 @@ def _mk_cuInit(_fn, _b, _chk):
         Calls the driver's cuInit (ABI version 2000): CUresult cuInit(unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(Flags)
+        except _AE as _e:
+            raise TypeError('cuInit: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuInit')
 
@@ -6154,6 +6970,7 @@ def _mk_cuInit(_fn, _b, _chk):
 
 
 def _mk_cuIpcCloseMemHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuIpcCloseMemHandle(dptr):
         """cuIpcCloseMemHandle(dptr) -> None
@@ -6163,7 +6980,10 @@ def _mk_cuIpcCloseMemHandle(_fn, _b, _chk):
         """
         if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        _rc = _fn(dptr)
+        try:
+            _rc = _fn(dptr)
+        except _AE as _e:
+            raise TypeError('cuIpcCloseMemHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuIpcCloseMemHandle')
 
@@ -6171,6 +6991,7 @@ def _mk_cuIpcCloseMemHandle(_fn, _b, _chk):
 
 
 def _mk_cuIpcGetEventHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuIpcGetEventHandle(pHandle, event):
         """cuIpcGetEventHandle(pHandle, event) -> None
@@ -6182,7 +7003,10 @@ def _mk_cuIpcGetEventHandle(_fn, _b, _chk):
         elif _chk and not 0 <= pHandle <= 18446744073709551615: _check('p', pHandle, 'pHandle')
         if event.__class__ is not int: event, _k1 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-        _rc = _fn(pHandle, event)
+        try:
+            _rc = _fn(pHandle, event)
+        except _AE as _e:
+            raise TypeError('cuIpcGetEventHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuIpcGetEventHandle')
 
@@ -6190,6 +7014,7 @@ def _mk_cuIpcGetEventHandle(_fn, _b, _chk):
 
 
 def _mk_cuIpcGetMemHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuIpcGetMemHandle(pHandle, dptr):
         """cuIpcGetMemHandle(pHandle, dptr) -> None
@@ -6201,7 +7026,10 @@ def _mk_cuIpcGetMemHandle(_fn, _b, _chk):
         elif _chk and not 0 <= pHandle <= 18446744073709551615: _check('p', pHandle, 'pHandle')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        _rc = _fn(pHandle, dptr)
+        try:
+            _rc = _fn(pHandle, dptr)
+        except _AE as _e:
+            raise TypeError('cuIpcGetMemHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuIpcGetMemHandle')
 
@@ -6209,6 +7037,7 @@ def _mk_cuIpcGetMemHandle(_fn, _b, _chk):
 
 
 def _mk_cuIpcOpenEventHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _s_handle = _b.struct_type('{[64]}')
     _tls = _local()
@@ -6224,7 +7053,10 @@ def _mk_cuIpcOpenEventHandle(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, handle)
+        try:
+            _rc = _fn(_o0, handle)
+        except _AE as _e:
+            raise TypeError('cuIpcOpenEventHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuIpcOpenEventHandle')
         return _o0[0]
@@ -6233,6 +7065,7 @@ def _mk_cuIpcOpenEventHandle(_fn, _b, _chk):
 
 
 def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _s_handle = _b.struct_type('{[64]}')
     _tls = _local()
@@ -6244,12 +7077,15 @@ def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         handle = _b.struct_value(_s_handle, handle, 'handle')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, handle, Flags)
+        try:
+            _rc = _fn(_o0, handle, Flags)
+        except _AE as _e:
+            raise TypeError('cuIpcOpenMemHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuIpcOpenMemHandle')
         return _o0[0]
@@ -6268,10 +7104,10 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
             Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
             if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
             elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-            if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
             _v = _f1(attrib, kernel, dev)
             if _v == _S:
                 _rc = _last()
@@ -6281,6 +7117,7 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
 
         return cuKernelGetAttribute
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -6290,15 +7127,18 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
         Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
         if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, attrib, kernel, dev)
+        try:
+            _rc = _fn(_o0, attrib, kernel, dev)
+        except _AE as _e:
+            raise TypeError('cuKernelGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelGetAttribute')
         return _o0[0]
@@ -6328,6 +7168,7 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
 
         return cuKernelGetFunction
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6343,7 +7184,10 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, kernel)
+        try:
+            _rc = _fn(_o0, kernel)
+        except _AE as _e:
+            raise TypeError('cuKernelGetFunction: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelGetFunction')
         return _o0[0]
@@ -6373,6 +7217,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
 
         return cuKernelGetLibrary
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6388,7 +7233,10 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, kernel)
+        try:
+            _rc = _fn(_o0, kernel)
+        except _AE as _e:
+            raise TypeError('cuKernelGetLibrary: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelGetLibrary')
         return _o0[0]
@@ -6397,6 +7245,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
 
 
 def _mk_cuKernelGetName(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6412,7 +7261,10 @@ def _mk_cuKernelGetName(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hfunc)
+        try:
+            _rc = _fn(_o0, hfunc)
+        except _AE as _e:
+            raise TypeError('cuKernelGetName: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelGetName')
         return _cstr_at(_o0[0])
@@ -6421,6 +7273,7 @@ def _mk_cuKernelGetName(_fn, _b, _chk):
 
 
 def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -6434,13 +7287,16 @@ def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
         """
         if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and (paramIndex.__class__ is not int or not 0 <= paramIndex <= 18446744073709551615): _check('z', paramIndex, 'paramIndex')
+        if _chk and not 0 <= paramIndex <= 18446744073709551615: _check('z', paramIndex, 'paramIndex')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(kernel, paramIndex, _o0, _o1)
+        try:
+            _rc = _fn(kernel, paramIndex, _o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuKernelGetParamInfo: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelGetParamInfo')
         return (_o0[0], _o1[0])
@@ -6449,6 +7305,7 @@ def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
 
 
 def _mk_cuKernelSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuKernelSetAttribute(attrib, val, kernel, dev):
         """cuKernelSetAttribute(attrib, val, kernel, dev) -> None
@@ -6456,12 +7313,15 @@ def _mk_cuKernelSetAttribute(_fn, _b, _chk):
         Calls the driver's cuKernelSetAttribute (ABI version 12000): CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (attrib.__class__ is not int or not 0 <= attrib <= 4294967295): _check('I', attrib, 'attrib')
-        if _chk and (val.__class__ is not int or not -2147483648 <= val <= 2147483647): _check('i', val, 'val')
+        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and not -2147483648 <= val <= 2147483647: _check('i', val, 'val')
         if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(attrib, val, kernel, dev)
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(attrib, val, kernel, dev)
+        except _AE as _e:
+            raise TypeError('cuKernelSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelSetAttribute')
 
@@ -6469,6 +7329,7 @@ def _mk_cuKernelSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuKernelSetCacheConfig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuKernelSetCacheConfig(kernel, config, dev):
         """cuKernelSetCacheConfig(kernel, config, dev) -> None
@@ -6478,9 +7339,12 @@ def _mk_cuKernelSetCacheConfig(_fn, _b, _chk):
         """
         if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and (config.__class__ is not int or not 0 <= config <= 4294967295): _check('I', config, 'config')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(kernel, config, dev)
+        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(kernel, config, dev)
+        except _AE as _e:
+            raise TypeError('cuKernelSetCacheConfig: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuKernelSetCacheConfig')
 
@@ -6488,6 +7352,7 @@ def _mk_cuKernelSetCacheConfig(_fn, _b, _chk):
 
 
 def _mk_cuLaunch(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunch(f):
         """cuLaunch(f) -> None
@@ -6497,7 +7362,10 @@ def _mk_cuLaunch(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        _rc = _fn(f)
+        try:
+            _rc = _fn(f)
+        except _AE as _e:
+            raise TypeError('cuLaunch: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunch')
 
@@ -6505,6 +7373,7 @@ def _mk_cuLaunch(_fn, _b, _chk):
 
 
 def _mk_cuLaunchCooperativeKernel(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams):
         """cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams) -> None
@@ -6514,18 +7383,21 @@ def _mk_cuLaunchCooperativeKernel(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and (gridDimX.__class__ is not int or not 0 <= gridDimX <= 4294967295): _check('I', gridDimX, 'gridDimX')
-        if _chk and (gridDimY.__class__ is not int or not 0 <= gridDimY <= 4294967295): _check('I', gridDimY, 'gridDimY')
-        if _chk and (gridDimZ.__class__ is not int or not 0 <= gridDimZ <= 4294967295): _check('I', gridDimZ, 'gridDimZ')
-        if _chk and (blockDimX.__class__ is not int or not 0 <= blockDimX <= 4294967295): _check('I', blockDimX, 'blockDimX')
-        if _chk and (blockDimY.__class__ is not int or not 0 <= blockDimY <= 4294967295): _check('I', blockDimY, 'blockDimY')
-        if _chk and (blockDimZ.__class__ is not int or not 0 <= blockDimZ <= 4294967295): _check('I', blockDimZ, 'blockDimZ')
-        if _chk and (sharedMemBytes.__class__ is not int or not 0 <= sharedMemBytes <= 4294967295): _check('I', sharedMemBytes, 'sharedMemBytes')
+        if _chk and not 0 <= gridDimX <= 4294967295: _check('I', gridDimX, 'gridDimX')
+        if _chk and not 0 <= gridDimY <= 4294967295: _check('I', gridDimY, 'gridDimY')
+        if _chk and not 0 <= gridDimZ <= 4294967295: _check('I', gridDimZ, 'gridDimZ')
+        if _chk and not 0 <= blockDimX <= 4294967295: _check('I', blockDimX, 'blockDimX')
+        if _chk and not 0 <= blockDimY <= 4294967295: _check('I', blockDimY, 'blockDimY')
+        if _chk and not 0 <= blockDimZ <= 4294967295: _check('I', blockDimZ, 'blockDimZ')
+        if _chk and not 0 <= sharedMemBytes <= 4294967295: _check('I', sharedMemBytes, 'sharedMemBytes')
         if hStream.__class__ is not int: hStream, _k8 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if kernelParams.__class__ is not int: kernelParams, _k9 = _address(kernelParams)
         elif _chk and not 0 <= kernelParams <= 18446744073709551615: _check('p', kernelParams, 'kernelParams')
-        _rc = _fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams)
+        try:
+            _rc = _fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams)
+        except _AE as _e:
+            raise TypeError('cuLaunchCooperativeKernel: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchCooperativeKernel')
 
@@ -6533,6 +7405,7 @@ def _mk_cuLaunchCooperativeKernel(_fn, _b, _chk):
 
 
 def _mk_cuLaunchCooperativeKernelMultiDevice(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchCooperativeKernelMultiDevice(launchParamsList, numDevices, flags):
         """cuLaunchCooperativeKernelMultiDevice(launchParamsList, numDevices, flags) -> None
@@ -6542,9 +7415,12 @@ def _mk_cuLaunchCooperativeKernelMultiDevice(_fn, _b, _chk):
         """
         if launchParamsList.__class__ is not int: launchParamsList, _k0 = _address(launchParamsList)
         elif _chk and not 0 <= launchParamsList <= 18446744073709551615: _check('p', launchParamsList, 'launchParamsList')
-        if _chk and (numDevices.__class__ is not int or not 0 <= numDevices <= 4294967295): _check('I', numDevices, 'numDevices')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(launchParamsList, numDevices, flags)
+        if _chk and not 0 <= numDevices <= 4294967295: _check('I', numDevices, 'numDevices')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(launchParamsList, numDevices, flags)
+        except _AE as _e:
+            raise TypeError('cuLaunchCooperativeKernelMultiDevice: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchCooperativeKernelMultiDevice')
 
@@ -6552,6 +7428,7 @@ def _mk_cuLaunchCooperativeKernelMultiDevice(_fn, _b, _chk):
 
 
 def _mk_cuLaunchGrid(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchGrid(f, grid_width, grid_height):
         """cuLaunchGrid(f, grid_width, grid_height) -> None
@@ -6561,9 +7438,12 @@ def _mk_cuLaunchGrid(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and (grid_width.__class__ is not int or not -2147483648 <= grid_width <= 2147483647): _check('i', grid_width, 'grid_width')
-        if _chk and (grid_height.__class__ is not int or not -2147483648 <= grid_height <= 2147483647): _check('i', grid_height, 'grid_height')
-        _rc = _fn(f, grid_width, grid_height)
+        if _chk and not -2147483648 <= grid_width <= 2147483647: _check('i', grid_width, 'grid_width')
+        if _chk and not -2147483648 <= grid_height <= 2147483647: _check('i', grid_height, 'grid_height')
+        try:
+            _rc = _fn(f, grid_width, grid_height)
+        except _AE as _e:
+            raise TypeError('cuLaunchGrid: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchGrid')
 
@@ -6571,6 +7451,7 @@ def _mk_cuLaunchGrid(_fn, _b, _chk):
 
 
 def _mk_cuLaunchGridAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchGridAsync(f, grid_width, grid_height, hStream):
         """cuLaunchGridAsync(f, grid_width, grid_height, hStream) -> None
@@ -6580,11 +7461,14 @@ def _mk_cuLaunchGridAsync(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and (grid_width.__class__ is not int or not -2147483648 <= grid_width <= 2147483647): _check('i', grid_width, 'grid_width')
-        if _chk and (grid_height.__class__ is not int or not -2147483648 <= grid_height <= 2147483647): _check('i', grid_height, 'grid_height')
+        if _chk and not -2147483648 <= grid_width <= 2147483647: _check('i', grid_width, 'grid_width')
+        if _chk and not -2147483648 <= grid_height <= 2147483647: _check('i', grid_height, 'grid_height')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(f, grid_width, grid_height, hStream)
+        try:
+            _rc = _fn(f, grid_width, grid_height, hStream)
+        except _AE as _e:
+            raise TypeError('cuLaunchGridAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchGridAsync')
 
@@ -6592,6 +7476,7 @@ def _mk_cuLaunchGridAsync(_fn, _b, _chk):
 
 
 def _mk_cuLaunchHostFunc(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchHostFunc(hStream, fn, userData):
         """cuLaunchHostFunc(hStream, fn, userData) -> None
@@ -6605,7 +7490,10 @@ def _mk_cuLaunchHostFunc(_fn, _b, _chk):
         elif _chk and not 0 <= fn <= 18446744073709551615: _check('p', fn, 'fn')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
         elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
-        _rc = _fn(hStream, fn, userData)
+        try:
+            _rc = _fn(hStream, fn, userData)
+        except _AE as _e:
+            raise TypeError('cuLaunchHostFunc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchHostFunc')
 
@@ -6613,6 +7501,7 @@ def _mk_cuLaunchHostFunc(_fn, _b, _chk):
 
 
 def _mk_cuLaunchKernel(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra):
         """cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra) -> None
@@ -6622,20 +7511,23 @@ def _mk_cuLaunchKernel(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and (gridDimX.__class__ is not int or not 0 <= gridDimX <= 4294967295): _check('I', gridDimX, 'gridDimX')
-        if _chk and (gridDimY.__class__ is not int or not 0 <= gridDimY <= 4294967295): _check('I', gridDimY, 'gridDimY')
-        if _chk and (gridDimZ.__class__ is not int or not 0 <= gridDimZ <= 4294967295): _check('I', gridDimZ, 'gridDimZ')
-        if _chk and (blockDimX.__class__ is not int or not 0 <= blockDimX <= 4294967295): _check('I', blockDimX, 'blockDimX')
-        if _chk and (blockDimY.__class__ is not int or not 0 <= blockDimY <= 4294967295): _check('I', blockDimY, 'blockDimY')
-        if _chk and (blockDimZ.__class__ is not int or not 0 <= blockDimZ <= 4294967295): _check('I', blockDimZ, 'blockDimZ')
-        if _chk and (sharedMemBytes.__class__ is not int or not 0 <= sharedMemBytes <= 4294967295): _check('I', sharedMemBytes, 'sharedMemBytes')
+        if _chk and not 0 <= gridDimX <= 4294967295: _check('I', gridDimX, 'gridDimX')
+        if _chk and not 0 <= gridDimY <= 4294967295: _check('I', gridDimY, 'gridDimY')
+        if _chk and not 0 <= gridDimZ <= 4294967295: _check('I', gridDimZ, 'gridDimZ')
+        if _chk and not 0 <= blockDimX <= 4294967295: _check('I', blockDimX, 'blockDimX')
+        if _chk and not 0 <= blockDimY <= 4294967295: _check('I', blockDimY, 'blockDimY')
+        if _chk and not 0 <= blockDimZ <= 4294967295: _check('I', blockDimZ, 'blockDimZ')
+        if _chk and not 0 <= sharedMemBytes <= 4294967295: _check('I', sharedMemBytes, 'sharedMemBytes')
         if hStream.__class__ is not int: hStream, _k8 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if kernelParams.__class__ is not int: kernelParams, _k9 = _address(kernelParams)
         elif _chk and not 0 <= kernelParams <= 18446744073709551615: _check('p', kernelParams, 'kernelParams')
         if extra.__class__ is not int: extra, _k10 = _address(extra)
         elif _chk and not 0 <= extra <= 18446744073709551615: _check('p', extra, 'extra')
-        _rc = _fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)
+        try:
+            _rc = _fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)
+        except _AE as _e:
+            raise TypeError('cuLaunchKernel: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchKernel')
 
@@ -6643,6 +7535,7 @@ def _mk_cuLaunchKernel(_fn, _b, _chk):
 
 
 def _mk_cuLaunchKernelEx(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLaunchKernelEx(config, f, kernelParams, extra):
         """cuLaunchKernelEx(config, f, kernelParams, extra) -> None
@@ -6658,7 +7551,10 @@ def _mk_cuLaunchKernelEx(_fn, _b, _chk):
         elif _chk and not 0 <= kernelParams <= 18446744073709551615: _check('p', kernelParams, 'kernelParams')
         if extra.__class__ is not int: extra, _k3 = _address(extra)
         elif _chk and not 0 <= extra <= 18446744073709551615: _check('p', extra, 'extra')
-        _rc = _fn(config, f, kernelParams, extra)
+        try:
+            _rc = _fn(config, f, kernelParams, extra)
+        except _AE as _e:
+            raise TypeError('cuLaunchKernelEx: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLaunchKernelEx')
 
@@ -6666,6 +7562,7 @@ def _mk_cuLaunchKernelEx(_fn, _b, _chk):
 
 
 def _mk_cuLibraryEnumerateKernels(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLibraryEnumerateKernels(kernels, numKernels, lib):
         """cuLibraryEnumerateKernels(kernels, numKernels, lib) -> None
@@ -6675,10 +7572,13 @@ def _mk_cuLibraryEnumerateKernels(_fn, _b, _chk):
         """
         if kernels.__class__ is not int: kernels, _k0 = _address(kernels)
         elif _chk and not 0 <= kernels <= 18446744073709551615: _check('p', kernels, 'kernels')
-        if _chk and (numKernels.__class__ is not int or not 0 <= numKernels <= 4294967295): _check('I', numKernels, 'numKernels')
+        if _chk and not 0 <= numKernels <= 4294967295: _check('I', numKernels, 'numKernels')
         if lib.__class__ is not int: lib, _k2 = _address(lib)
         elif _chk and not 0 <= lib <= 18446744073709551615: _check('p', lib, 'lib')
-        _rc = _fn(kernels, numKernels, lib)
+        try:
+            _rc = _fn(kernels, numKernels, lib)
+        except _AE as _e:
+            raise TypeError('cuLibraryEnumerateKernels: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryEnumerateKernels')
 
@@ -6686,6 +7586,7 @@ def _mk_cuLibraryEnumerateKernels(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetGlobal(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -6706,7 +7607,10 @@ def _mk_cuLibraryGetGlobal(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, library, name)
+        try:
+            _rc = _fn(_o0, _o1, library, name)
+        except _AE as _e:
+            raise TypeError('cuLibraryGetGlobal: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryGetGlobal')
         return (_o0[0], _o1[0])
@@ -6738,6 +7642,7 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
 
         return cuLibraryGetKernel
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6755,7 +7660,10 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, library, name)
+        try:
+            _rc = _fn(_o0, library, name)
+        except _AE as _e:
+            raise TypeError('cuLibraryGetKernel: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryGetKernel')
         return _o0[0]
@@ -6785,6 +7693,7 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
 
         return cuLibraryGetKernelCount
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -6800,7 +7709,10 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, lib)
+        try:
+            _rc = _fn(_o0, lib)
+        except _AE as _e:
+            raise TypeError('cuLibraryGetKernelCount: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryGetKernelCount')
         return _o0[0]
@@ -6809,6 +7721,7 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetManaged(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -6829,7 +7742,10 @@ def _mk_cuLibraryGetManaged(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, library, name)
+        try:
+            _rc = _fn(_o0, _o1, library, name)
+        except _AE as _e:
+            raise TypeError('cuLibraryGetManaged: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryGetManaged')
         return (_o0[0], _o1[0])
@@ -6859,6 +7775,7 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
 
         return cuLibraryGetModule
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6874,7 +7791,10 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, library)
+        try:
+            _rc = _fn(_o0, library)
+        except _AE as _e:
+            raise TypeError('cuLibraryGetModule: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryGetModule')
         return _o0[0]
@@ -6906,6 +7826,7 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
 
         return cuLibraryGetUnifiedFunction
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6923,7 +7844,10 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, library, symbol)
+        try:
+            _rc = _fn(_o0, library, symbol)
+        except _AE as _e:
+            raise TypeError('cuLibraryGetUnifiedFunction: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryGetUnifiedFunction')
         return _o0[0]
@@ -6948,12 +7872,12 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
             elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
             if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
             elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-            if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
+            if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
             if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
             elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
             if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
             elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-            if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
+            if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
             _v = _f1(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
             if _v == _S:
                 _rc = _last()
@@ -6963,6 +7887,7 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
 
         return cuLibraryLoadData
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -6978,17 +7903,20 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
         elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
         if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
         elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-        if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
+        if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
         if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
         elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
         if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
         elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-        if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
+        if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
+        try:
+            _rc = _fn(_o0, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
+        except _AE as _e:
+            raise TypeError('cuLibraryLoadData: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryLoadData')
         return _o0[0]
@@ -7013,12 +7941,12 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
             elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
             if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
             elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-            if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
+            if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
             if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
             elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
             if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
             elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-            if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
+            if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
             _v = _f1(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
             if _v == _S:
                 _rc = _last()
@@ -7028,6 +7956,7 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
 
         return cuLibraryLoadFromFile
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7043,17 +7972,20 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
         elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
         if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
         elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-        if _chk and (numJitOptions.__class__ is not int or not 0 <= numJitOptions <= 4294967295): _check('I', numJitOptions, 'numJitOptions')
+        if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
         if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
         elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
         if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
         elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-        if _chk and (numLibraryOptions.__class__ is not int or not 0 <= numLibraryOptions <= 4294967295): _check('I', numLibraryOptions, 'numLibraryOptions')
+        if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
+        try:
+            _rc = _fn(_o0, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
+        except _AE as _e:
+            raise TypeError('cuLibraryLoadFromFile: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryLoadFromFile')
         return _o0[0]
@@ -7062,6 +7994,7 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
 
 
 def _mk_cuLibraryUnload(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLibraryUnload(library):
         """cuLibraryUnload(library) -> None
@@ -7071,7 +8004,10 @@ def _mk_cuLibraryUnload(_fn, _b, _chk):
         """
         if library.__class__ is not int: library, _k0 = _address(library)
         elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
-        _rc = _fn(library)
+        try:
+            _rc = _fn(library)
+        except _AE as _e:
+            raise TypeError('cuLibraryUnload: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLibraryUnload')
 
@@ -7079,6 +8015,7 @@ def _mk_cuLibraryUnload(_fn, _b, _chk):
 
 
 def _mk_cuLinkAddData(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLinkAddData(state, type, data, size, name, numOptions, options, optionValues):
         """cuLinkAddData(state, type, data, size, name, numOptions, options, optionValues) -> None
@@ -7088,18 +8025,21 @@ def _mk_cuLinkAddData(_fn, _b, _chk):
         """
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
         if data.__class__ is not int: data, _k2 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
         if name.__class__ is not int: name, _k4 = _cstring(name)
         elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k6 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k7 = _address(optionValues)
         elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
-        _rc = _fn(state, type, data, size, name, numOptions, options, optionValues)
+        try:
+            _rc = _fn(state, type, data, size, name, numOptions, options, optionValues)
+        except _AE as _e:
+            raise TypeError('cuLinkAddData: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLinkAddData')
 
@@ -7107,6 +8047,7 @@ def _mk_cuLinkAddData(_fn, _b, _chk):
 
 
 def _mk_cuLinkAddFile(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLinkAddFile(state, type, path, numOptions, options, optionValues):
         """cuLinkAddFile(state, type, path, numOptions, options, optionValues) -> None
@@ -7116,15 +8057,18 @@ def _mk_cuLinkAddFile(_fn, _b, _chk):
         """
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
         if path.__class__ is not int: path, _k2 = _cstring(path)
         elif _chk and not 0 <= path <= 18446744073709551615: _check('p', path, 'path')
-        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k4 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k5 = _address(optionValues)
         elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
-        _rc = _fn(state, type, path, numOptions, options, optionValues)
+        try:
+            _rc = _fn(state, type, path, numOptions, options, optionValues)
+        except _AE as _e:
+            raise TypeError('cuLinkAddFile: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLinkAddFile')
 
@@ -7132,6 +8076,7 @@ def _mk_cuLinkAddFile(_fn, _b, _chk):
 
 
 def _mk_cuLinkComplete(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -7150,7 +8095,10 @@ def _mk_cuLinkComplete(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(state, _o0, _o1)
+        try:
+            _rc = _fn(state, _o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuLinkComplete: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLinkComplete')
         return (_o0[0], _o1[0])
@@ -7169,7 +8117,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
             Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+            if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
             if options.__class__ is not int: options, _k1 = _address(options)
             elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
             if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
@@ -7183,6 +8131,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
 
         return cuLinkCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7192,7 +8141,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
         Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k1 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
@@ -7201,7 +8150,10 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(numOptions, options, optionValues, _o0)
+        try:
+            _rc = _fn(numOptions, options, optionValues, _o0)
+        except _AE as _e:
+            raise TypeError('cuLinkCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLinkCreate')
         return _o0[0]
@@ -7210,6 +8162,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
 
 
 def _mk_cuLinkDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLinkDestroy(state):
         """cuLinkDestroy(state) -> None
@@ -7219,7 +8172,10 @@ def _mk_cuLinkDestroy(_fn, _b, _chk):
         """
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
-        _rc = _fn(state)
+        try:
+            _rc = _fn(state)
+        except _AE as _e:
+            raise TypeError('cuLinkDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLinkDestroy')
 
@@ -7237,7 +8193,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
             Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(flags)
             if _v == _S:
                 _rc = _last()
@@ -7247,6 +8203,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
 
         return cuLogsCurrent
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -7256,12 +8213,15 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
         Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, flags)
+        try:
+            _rc = _fn(_o0, flags)
+        except _AE as _e:
+            raise TypeError('cuLogsCurrent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLogsCurrent')
         return _o0[0]
@@ -7282,7 +8242,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
             """
             if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
             elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(pathToFile, flags)
             if _v == _S:
                 _rc = _last()
@@ -7292,6 +8252,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
 
         return cuLogsDumpToFile
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -7303,12 +8264,15 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
         """
         if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
         elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pathToFile, flags)
+        try:
+            _rc = _fn(_o0, pathToFile, flags)
+        except _AE as _e:
+            raise TypeError('cuLogsDumpToFile: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLogsDumpToFile')
         return _o0[0]
@@ -7317,6 +8281,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
 
 
 def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -7331,7 +8296,7 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
         """
         if buffer.__class__ is not int: buffer, _k1 = _address(buffer)
         elif _chk and not 0 <= buffer <= 18446744073709551615: _check('p', buffer, 'buffer')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -7341,7 +8306,10 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
         _o0[0] = iterator
         if _chk: _check('z', size, 'size')
         _o1[0] = size
-        _rc = _fn(_o0, buffer, _o1, flags)
+        try:
+            _rc = _fn(_o0, buffer, _o1, flags)
+        except _AE as _e:
+            raise TypeError('cuLogsDumpToMemory: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLogsDumpToMemory')
         return (_o0[0], _o1[0])
@@ -7373,6 +8341,7 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
 
         return cuLogsRegisterCallback
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7390,7 +8359,10 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(callbackFunc, userData, _o0)
+        try:
+            _rc = _fn(callbackFunc, userData, _o0)
+        except _AE as _e:
+            raise TypeError('cuLogsRegisterCallback: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLogsRegisterCallback')
         return _o0[0]
@@ -7399,6 +8371,7 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
 
 
 def _mk_cuLogsUnregisterCallback(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuLogsUnregisterCallback(callback):
         """cuLogsUnregisterCallback(callback) -> None
@@ -7408,7 +8381,10 @@ def _mk_cuLogsUnregisterCallback(_fn, _b, _chk):
         """
         if callback.__class__ is not int: callback, _k0 = _address(callback)
         elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
-        _rc = _fn(callback)
+        try:
+            _rc = _fn(callback)
+        except _AE as _e:
+            raise TypeError('cuLogsUnregisterCallback: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuLogsUnregisterCallback')
 
@@ -7416,6 +8392,7 @@ def _mk_cuLogsUnregisterCallback(_fn, _b, _chk):
 
 
 def _mk_cuMemAddressFree(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemAddressFree(ptr, size):
         """cuMemAddressFree(ptr, size) -> None
@@ -7425,8 +8402,11 @@ def _mk_cuMemAddressFree(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        _rc = _fn(ptr, size)
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        try:
+            _rc = _fn(ptr, size)
+        except _AE as _e:
+            raise TypeError('cuMemAddressFree: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAddressFree')
 
@@ -7444,11 +8424,11 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
             Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-            if _chk and (alignment.__class__ is not int or not 0 <= alignment <= 18446744073709551615): _check('z', alignment, 'alignment')
+            if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+            if _chk and not 0 <= alignment <= 18446744073709551615: _check('z', alignment, 'alignment')
             if addr.__class__ is not int: addr, _k3 = _address(addr)
             elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
             _v = _f1(size, alignment, addr, flags)
             if _v == _S:
                 _rc = _last()
@@ -7458,6 +8438,7 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
 
         return cuMemAddressReserve
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7467,16 +8448,19 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
         Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        if _chk and (alignment.__class__ is not int or not 0 <= alignment <= 18446744073709551615): _check('z', alignment, 'alignment')
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and not 0 <= alignment <= 18446744073709551615: _check('z', alignment, 'alignment')
         if addr.__class__ is not int: addr, _k3 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, size, alignment, addr, flags)
+        try:
+            _rc = _fn(_o0, size, alignment, addr, flags)
+        except _AE as _e:
+            raise TypeError('cuMemAddressReserve: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAddressReserve')
         return _o0[0]
@@ -7485,6 +8469,7 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
 
 
 def _mk_cuMemAdvise(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _s_location = _b.struct_type('{Ii}')
 
     def cuMemAdvise(devPtr, count, advice, location):
@@ -7495,10 +8480,13 @@ def _mk_cuMemAdvise(_fn, _b, _chk):
         """
         if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        if _chk and (advice.__class__ is not int or not 0 <= advice <= 4294967295): _check('I', advice, 'advice')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and not 0 <= advice <= 4294967295: _check('I', advice, 'advice')
         location = _b.struct_value(_s_location, location, 'location')
-        _rc = _fn(devPtr, count, advice, location)
+        try:
+            _rc = _fn(devPtr, count, advice, location)
+        except _AE as _e:
+            raise TypeError('cuMemAdvise: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAdvise')
 
@@ -7516,7 +8504,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
             Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
             _v = _f1(bytesize)
             if _v == _S:
                 _rc = _last()
@@ -7526,6 +8514,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
 
         return cuMemAlloc
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7535,12 +8524,15 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
         Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, bytesize)
+        try:
+            _rc = _fn(_o0, bytesize)
+        except _AE as _e:
+            raise TypeError('cuMemAlloc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAlloc')
         return _o0[0]
@@ -7559,7 +8551,7 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
             Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
             if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
             elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
             _v = _f1(bytesize, hStream)
@@ -7571,6 +8563,7 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
 
         return cuMemAllocAsync
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7580,14 +8573,17 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
         Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, bytesize, hStream)
+        try:
+            _rc = _fn(_o0, bytesize, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemAllocAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAllocAsync')
         return _o0[0]
@@ -7606,7 +8602,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
             Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
             if pool.__class__ is not int: pool, _k2 = _address(pool)
             elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
             if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -7620,6 +8616,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
 
         return cuMemAllocFromPoolAsync
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7629,7 +8626,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
         Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
         if pool.__class__ is not int: pool, _k2 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -7638,7 +8635,10 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, bytesize, pool, hStream)
+        try:
+            _rc = _fn(_o0, bytesize, pool, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemAllocFromPoolAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAllocFromPoolAsync')
         return _o0[0]
@@ -7657,7 +8657,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
             Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
             _v = _f1(bytesize)
             if _v == _S:
                 _rc = _last()
@@ -7667,6 +8667,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
 
         return cuMemAllocHost
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -7676,12 +8677,15 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
         Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, bytesize)
+        try:
+            _rc = _fn(_o0, bytesize)
+        except _AE as _e:
+            raise TypeError('cuMemAllocHost: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAllocHost')
         return _o0[0]
@@ -7700,8 +8704,8 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
             Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(bytesize, flags)
             if _v == _S:
                 _rc = _last()
@@ -7711,6 +8715,7 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
 
         return cuMemAllocManaged
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7720,13 +8725,16 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
         Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, bytesize, flags)
+        try:
+            _rc = _fn(_o0, bytesize, flags)
+        except _AE as _e:
+            raise TypeError('cuMemAllocManaged: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAllocManaged')
         return _o0[0]
@@ -7735,6 +8743,7 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
 
 
 def _mk_cuMemAllocPitch(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -7746,15 +8755,18 @@ def _mk_cuMemAllocPitch(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (WidthInBytes.__class__ is not int or not 0 <= WidthInBytes <= 18446744073709551615): _check('z', WidthInBytes, 'WidthInBytes')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
-        if _chk and (ElementSizeBytes.__class__ is not int or not 0 <= ElementSizeBytes <= 4294967295): _check('I', ElementSizeBytes, 'ElementSizeBytes')
+        if _chk and not 0 <= WidthInBytes <= 18446744073709551615: _check('z', WidthInBytes, 'WidthInBytes')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and not 0 <= ElementSizeBytes <= 4294967295: _check('I', ElementSizeBytes, 'ElementSizeBytes')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, WidthInBytes, Height, ElementSizeBytes)
+        try:
+            _rc = _fn(_o0, _o1, WidthInBytes, Height, ElementSizeBytes)
+        except _AE as _e:
+            raise TypeError('cuMemAllocPitch: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemAllocPitch')
         return (_o0[0], _o1[0])
@@ -7775,8 +8787,8 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
             """
             if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
             elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-            if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             if stream.__class__ is not int: stream, _k4 = _address(stream)
             elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
             _v = _f1(paramsArray, count, flags, stream)
@@ -7788,6 +8800,7 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
 
         return cuMemBatchDecompressAsync
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -7799,15 +8812,18 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
         """
         if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         if stream.__class__ is not int: stream, _k4 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(paramsArray, count, flags, _o0, stream)
+        try:
+            _rc = _fn(paramsArray, count, flags, _o0, stream)
+        except _AE as _e:
+            raise TypeError('cuMemBatchDecompressAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemBatchDecompressAsync')
         return _o0[0]
@@ -7826,10 +8842,10 @@ def _mk_cuMemCreate(_fn, _b, _chk):
             Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+            if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
             if prop.__class__ is not int: prop, _k2 = _address(prop)
             elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
             _v = _f1(size, prop, flags)
             if _v == _S:
                 _rc = _last()
@@ -7839,6 +8855,7 @@ def _mk_cuMemCreate(_fn, _b, _chk):
 
         return cuMemCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -7848,15 +8865,18 @@ def _mk_cuMemCreate(_fn, _b, _chk):
         Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
         if prop.__class__ is not int: prop, _k2 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, size, prop, flags)
+        try:
+            _rc = _fn(_o0, size, prop, flags)
+        except _AE as _e:
+            raise TypeError('cuMemCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemCreate')
         return _o0[0]
@@ -7865,6 +8885,7 @@ def _mk_cuMemCreate(_fn, _b, _chk):
 
 
 def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream):
         """cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) -> None
@@ -7876,16 +8897,19 @@ def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
         if prefetchLocs.__class__ is not int: prefetchLocs, _k3 = _address(prefetchLocs)
         elif _chk and not 0 <= prefetchLocs <= 18446744073709551615: _check('p', prefetchLocs, 'prefetchLocs')
         if prefetchLocIdxs.__class__ is not int: prefetchLocIdxs, _k4 = _address(prefetchLocIdxs)
         elif _chk and not 0 <= prefetchLocIdxs <= 18446744073709551615: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
-        if _chk and (numPrefetchLocs.__class__ is not int or not 0 <= numPrefetchLocs <= 18446744073709551615): _check('z', numPrefetchLocs, 'numPrefetchLocs')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= numPrefetchLocs <= 18446744073709551615: _check('z', numPrefetchLocs, 'numPrefetchLocs')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)
+        try:
+            _rc = _fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemDiscardAndPrefetchBatchAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemDiscardAndPrefetchBatchAsync')
 
@@ -7893,6 +8917,7 @@ def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemDiscardBatchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemDiscardBatchAsync(dptrs, sizes, count, flags, hStream):
         """cuMemDiscardBatchAsync(dptrs, sizes, count, flags, hStream) -> None
@@ -7904,11 +8929,14 @@ def _mk_cuMemDiscardBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dptrs, sizes, count, flags, hStream)
+        try:
+            _rc = _fn(dptrs, sizes, count, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemDiscardBatchAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemDiscardBatchAsync')
 
@@ -7916,6 +8944,7 @@ def _mk_cuMemDiscardBatchAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemExportToShareableHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemExportToShareableHandle(shareableHandle, handle, handleType, flags):
         """cuMemExportToShareableHandle(shareableHandle, handle, handleType, flags) -> None
@@ -7925,10 +8954,13 @@ def _mk_cuMemExportToShareableHandle(_fn, _b, _chk):
         """
         if shareableHandle.__class__ is not int: shareableHandle, _k0 = _address(shareableHandle)
         elif _chk and not 0 <= shareableHandle <= 18446744073709551615: _check('p', shareableHandle, 'shareableHandle')
-        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
-        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
-        _rc = _fn(shareableHandle, handle, handleType, flags)
+        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
+        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(shareableHandle, handle, handleType, flags)
+        except _AE as _e:
+            raise TypeError('cuMemExportToShareableHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemExportToShareableHandle')
 
@@ -7936,6 +8968,7 @@ def _mk_cuMemExportToShareableHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemFree(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemFree(dptr):
         """cuMemFree(dptr) -> None
@@ -7945,7 +8978,10 @@ def _mk_cuMemFree(_fn, _b, _chk):
         """
         if dptr.__class__ is not int: dptr, _k0 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        _rc = _fn(dptr)
+        try:
+            _rc = _fn(dptr)
+        except _AE as _e:
+            raise TypeError('cuMemFree: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemFree')
 
@@ -7953,6 +8989,7 @@ def _mk_cuMemFree(_fn, _b, _chk):
 
 
 def _mk_cuMemFreeAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemFreeAsync(dptr, hStream):
         """cuMemFreeAsync(dptr, hStream) -> None
@@ -7964,7 +9001,10 @@ def _mk_cuMemFreeAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dptr, hStream)
+        try:
+            _rc = _fn(dptr, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemFreeAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemFreeAsync')
 
@@ -7972,6 +9012,7 @@ def _mk_cuMemFreeAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemFreeHost(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemFreeHost(p):
         """cuMemFreeHost(p) -> None
@@ -7981,7 +9022,10 @@ def _mk_cuMemFreeHost(_fn, _b, _chk):
         """
         if p.__class__ is not int: p, _k0 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-        _rc = _fn(p)
+        try:
+            _rc = _fn(p)
+        except _AE as _e:
+            raise TypeError('cuMemFreeHost: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemFreeHost')
 
@@ -8012,6 +9056,7 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
 
         return cuMemGetAccess
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -8029,7 +9074,10 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, location, ptr)
+        try:
+            _rc = _fn(_o0, location, ptr)
+        except _AE as _e:
+            raise TypeError('cuMemGetAccess: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetAccess')
         return _o0[0]
@@ -8038,6 +9086,7 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
 
 
 def _mk_cuMemGetAddressRange(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -8056,7 +9105,10 @@ def _mk_cuMemGetAddressRange(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, dptr)
+        try:
+            _rc = _fn(_o0, _o1, dptr)
+        except _AE as _e:
+            raise TypeError('cuMemGetAddressRange: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetAddressRange')
         return (_o0[0], _o1[0])
@@ -8077,7 +9129,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
             """
             if prop.__class__ is not int: prop, _k1 = _address(prop)
             elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
+            if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
             _v = _f1(prop, option)
             if _v == _S:
                 _rc = _last()
@@ -8087,6 +9139,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
 
         return cuMemGetAllocationGranularity
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -8098,12 +9151,15 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
+        if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, prop, option)
+        try:
+            _rc = _fn(_o0, prop, option)
+        except _AE as _e:
+            raise TypeError('cuMemGetAllocationGranularity: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetAllocationGranularity')
         return _o0[0]
@@ -8112,6 +9168,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
 
 
 def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemGetAllocationPropertiesFromHandle(prop, handle):
         """cuMemGetAllocationPropertiesFromHandle(prop, handle) -> None
@@ -8121,8 +9178,11 @@ def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k0 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
-        _rc = _fn(prop, handle)
+        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
+        try:
+            _rc = _fn(prop, handle)
+        except _AE as _e:
+            raise TypeError('cuMemGetAllocationPropertiesFromHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetAllocationPropertiesFromHandle')
 
@@ -8142,7 +9202,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
             """
             if location.__class__ is not int: location, _k1 = _address(location)
             elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+            if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
             _v = _f1(location, type)
             if _v == _S:
                 _rc = _last()
@@ -8152,6 +9212,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
 
         return cuMemGetDefaultMemPool
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8163,12 +9224,15 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k1 = _address(location)
         elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, location, type)
+        try:
+            _rc = _fn(_o0, location, type)
+        except _AE as _e:
+            raise TypeError('cuMemGetDefaultMemPool: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetDefaultMemPool')
         return _o0[0]
@@ -8177,6 +9241,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
 
 
 def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemGetHandleForAddressRange(handle, dptr, size, handleType, flags):
         """cuMemGetHandleForAddressRange(handle, dptr, size, handleType, flags) -> None
@@ -8188,10 +9253,13 @@ def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
         elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
-        _rc = _fn(handle, dptr, size, handleType, flags)
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(handle, dptr, size, handleType, flags)
+        except _AE as _e:
+            raise TypeError('cuMemGetHandleForAddressRange: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetHandleForAddressRange')
 
@@ -8199,6 +9267,7 @@ def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
 
 
 def _mk_cuMemGetInfo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -8215,7 +9284,10 @@ def _mk_cuMemGetInfo(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1)
+        try:
+            _rc = _fn(_o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuMemGetInfo: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetInfo')
         return (_o0[0], _o1[0])
@@ -8236,7 +9308,7 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
             """
             if location.__class__ is not int: location, _k1 = _address(location)
             elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+            if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
             _v = _f1(location, type)
             if _v == _S:
                 _rc = _last()
@@ -8246,6 +9318,7 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
 
         return cuMemGetMemPool
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8257,12 +9330,15 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k1 = _address(location)
         elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, location, type)
+        try:
+            _rc = _fn(_o0, location, type)
+        except _AE as _e:
+            raise TypeError('cuMemGetMemPool: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemGetMemPool')
         return _o0[0]
@@ -8281,8 +9357,8 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
             Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
-            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
             _v = _f1(bytesize, Flags)
             if _v == _S:
                 _rc = _last()
@@ -8292,6 +9368,7 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
 
         return cuMemHostAlloc
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8301,13 +9378,16 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
         Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, bytesize, Flags)
+        try:
+            _rc = _fn(_o0, bytesize, Flags)
+        except _AE as _e:
+            raise TypeError('cuMemHostAlloc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemHostAlloc')
         return _o0[0]
@@ -8328,7 +9408,7 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
             """
             if p.__class__ is not int: p, _k1 = _address(p)
             elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
             _v = _f1(p, Flags)
             if _v == _S:
                 _rc = _last()
@@ -8338,6 +9418,7 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
 
         return cuMemHostGetDevicePointer
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -8349,12 +9430,15 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
         """
         if p.__class__ is not int: p, _k1 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, p, Flags)
+        try:
+            _rc = _fn(_o0, p, Flags)
+        except _AE as _e:
+            raise TypeError('cuMemHostGetDevicePointer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemHostGetDevicePointer')
         return _o0[0]
@@ -8384,6 +9468,7 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
 
         return cuMemHostGetFlags
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -8399,7 +9484,10 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, p)
+        try:
+            _rc = _fn(_o0, p)
+        except _AE as _e:
+            raise TypeError('cuMemHostGetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemHostGetFlags')
         return _o0[0]
@@ -8408,6 +9496,7 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
 
 
 def _mk_cuMemHostRegister(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemHostRegister(p, bytesize, Flags):
         """cuMemHostRegister(p, bytesize, Flags) -> None
@@ -8417,9 +9506,12 @@ def _mk_cuMemHostRegister(_fn, _b, _chk):
         """
         if p.__class__ is not int: p, _k0 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-        if _chk and (bytesize.__class__ is not int or not 0 <= bytesize <= 18446744073709551615): _check('z', bytesize, 'bytesize')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(p, bytesize, Flags)
+        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(p, bytesize, Flags)
+        except _AE as _e:
+            raise TypeError('cuMemHostRegister: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemHostRegister')
 
@@ -8427,6 +9519,7 @@ def _mk_cuMemHostRegister(_fn, _b, _chk):
 
 
 def _mk_cuMemHostUnregister(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemHostUnregister(p):
         """cuMemHostUnregister(p) -> None
@@ -8436,7 +9529,10 @@ def _mk_cuMemHostUnregister(_fn, _b, _chk):
         """
         if p.__class__ is not int: p, _k0 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-        _rc = _fn(p)
+        try:
+            _rc = _fn(p)
+        except _AE as _e:
+            raise TypeError('cuMemHostUnregister: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemHostUnregister')
 
@@ -8456,7 +9552,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
             """
             if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
             elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
-            if _chk and (shHandleType.__class__ is not int or not 0 <= shHandleType <= 4294967295): _check('I', shHandleType, 'shHandleType')
+            if _chk and not 0 <= shHandleType <= 4294967295: _check('I', shHandleType, 'shHandleType')
             _v = _f1(osHandle, shHandleType)
             if _v == _S:
                 _rc = _last()
@@ -8466,6 +9562,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
 
         return cuMemImportFromShareableHandle
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -8477,12 +9574,15 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
         """
         if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
         elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
-        if _chk and (shHandleType.__class__ is not int or not 0 <= shHandleType <= 4294967295): _check('I', shHandleType, 'shHandleType')
+        if _chk and not 0 <= shHandleType <= 4294967295: _check('I', shHandleType, 'shHandleType')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, osHandle, shHandleType)
+        try:
+            _rc = _fn(_o0, osHandle, shHandleType)
+        except _AE as _e:
+            raise TypeError('cuMemImportFromShareableHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemImportFromShareableHandle')
         return _o0[0]
@@ -8491,6 +9591,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemMap(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemMap(ptr, size, offset, handle, flags):
         """cuMemMap(ptr, size, offset, handle, flags) -> None
@@ -8500,11 +9601,14 @@ def _mk_cuMemMap(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        if _chk and (offset.__class__ is not int or not 0 <= offset <= 18446744073709551615): _check('z', offset, 'offset')
-        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
-        _rc = _fn(ptr, size, offset, handle, flags)
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and not 0 <= offset <= 18446744073709551615: _check('z', offset, 'offset')
+        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(ptr, size, offset, handle, flags)
+        except _AE as _e:
+            raise TypeError('cuMemMap: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemMap')
 
@@ -8512,6 +9616,7 @@ def _mk_cuMemMap(_fn, _b, _chk):
 
 
 def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemMapArrayAsync(mapInfoList, count, hStream):
         """cuMemMapArrayAsync(mapInfoList, count, hStream) -> None
@@ -8521,10 +9626,13 @@ def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
         """
         if mapInfoList.__class__ is not int: mapInfoList, _k0 = _address(mapInfoList)
         elif _chk and not 0 <= mapInfoList <= 18446744073709551615: _check('p', mapInfoList, 'mapInfoList')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(mapInfoList, count, hStream)
+        try:
+            _rc = _fn(mapInfoList, count, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemMapArrayAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemMapArrayAsync')
 
@@ -8553,6 +9661,7 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
 
         return cuMemPoolCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8568,7 +9677,10 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, poolProps)
+        try:
+            _rc = _fn(_o0, poolProps)
+        except _AE as _e:
+            raise TypeError('cuMemPoolCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolCreate')
         return _o0[0]
@@ -8577,6 +9689,7 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolDestroy(pool):
         """cuMemPoolDestroy(pool) -> None
@@ -8586,7 +9699,10 @@ def _mk_cuMemPoolDestroy(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        _rc = _fn(pool)
+        try:
+            _rc = _fn(pool)
+        except _AE as _e:
+            raise TypeError('cuMemPoolDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolDestroy')
 
@@ -8594,6 +9710,7 @@ def _mk_cuMemPoolDestroy(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolExportPointer(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolExportPointer(shareData_out, ptr):
         """cuMemPoolExportPointer(shareData_out, ptr) -> None
@@ -8605,7 +9722,10 @@ def _mk_cuMemPoolExportPointer(_fn, _b, _chk):
         elif _chk and not 0 <= shareData_out <= 18446744073709551615: _check('p', shareData_out, 'shareData_out')
         if ptr.__class__ is not int: ptr, _k1 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        _rc = _fn(shareData_out, ptr)
+        try:
+            _rc = _fn(shareData_out, ptr)
+        except _AE as _e:
+            raise TypeError('cuMemPoolExportPointer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolExportPointer')
 
@@ -8613,6 +9733,7 @@ def _mk_cuMemPoolExportPointer(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolExportToShareableHandle(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolExportToShareableHandle(handle_out, pool, handleType, flags):
         """cuMemPoolExportToShareableHandle(handle_out, pool, handleType, flags) -> None
@@ -8624,9 +9745,12 @@ def _mk_cuMemPoolExportToShareableHandle(_fn, _b, _chk):
         elif _chk and not 0 <= handle_out <= 18446744073709551615: _check('p', handle_out, 'handle_out')
         if pool.__class__ is not int: pool, _k1 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
-        _rc = _fn(handle_out, pool, handleType, flags)
+        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(handle_out, pool, handleType, flags)
+        except _AE as _e:
+            raise TypeError('cuMemPoolExportToShareableHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolExportToShareableHandle')
 
@@ -8657,6 +9781,7 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
 
         return cuMemPoolGetAccess
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -8674,7 +9799,10 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, memPool, location)
+        try:
+            _rc = _fn(_o0, memPool, location)
+        except _AE as _e:
+            raise TypeError('cuMemPoolGetAccess: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolGetAccess')
         return _o0[0]
@@ -8683,6 +9811,7 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolGetAttribute(pool, attr, value):
         """cuMemPoolGetAttribute(pool, attr, value) -> None
@@ -8692,10 +9821,13 @@ def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        _rc = _fn(pool, attr, value)
+        try:
+            _rc = _fn(pool, attr, value)
+        except _AE as _e:
+            raise TypeError('cuMemPoolGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolGetAttribute')
 
@@ -8715,8 +9847,8 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
             """
             if handle.__class__ is not int: handle, _k1 = _address(handle)
             elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
-            if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+            if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
+            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
             _v = _f1(handle, handleType, flags)
             if _v == _S:
                 _rc = _last()
@@ -8726,6 +9858,7 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
 
         return cuMemPoolImportFromShareableHandle
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -8737,13 +9870,16 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
         """
         if handle.__class__ is not int: handle, _k1 = _address(handle)
         elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
-        if _chk and (handleType.__class__ is not int or not 0 <= handleType <= 4294967295): _check('I', handleType, 'handleType')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, handle, handleType, flags)
+        try:
+            _rc = _fn(_o0, handle, handleType, flags)
+        except _AE as _e:
+            raise TypeError('cuMemPoolImportFromShareableHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolImportFromShareableHandle')
         return _o0[0]
@@ -8775,6 +9911,7 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
 
         return cuMemPoolImportPointer
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -8792,7 +9929,10 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pool, shareData)
+        try:
+            _rc = _fn(_o0, pool, shareData)
+        except _AE as _e:
+            raise TypeError('cuMemPoolImportPointer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolImportPointer')
         return _o0[0]
@@ -8801,6 +9941,7 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolSetAccess(pool, map, count):
         """cuMemPoolSetAccess(pool, map, count) -> None
@@ -8812,8 +9953,11 @@ def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if map.__class__ is not int: map, _k1 = _address(map)
         elif _chk and not 0 <= map <= 18446744073709551615: _check('p', map, 'map')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        _rc = _fn(pool, map, count)
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        try:
+            _rc = _fn(pool, map, count)
+        except _AE as _e:
+            raise TypeError('cuMemPoolSetAccess: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolSetAccess')
 
@@ -8821,6 +9965,7 @@ def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolSetAttribute(pool, attr, value):
         """cuMemPoolSetAttribute(pool, attr, value) -> None
@@ -8830,10 +9975,13 @@ def _mk_cuMemPoolSetAttribute(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        _rc = _fn(pool, attr, value)
+        try:
+            _rc = _fn(pool, attr, value)
+        except _AE as _e:
+            raise TypeError('cuMemPoolSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolSetAttribute')
 
@@ -8841,6 +9989,7 @@ def _mk_cuMemPoolSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolTrimTo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPoolTrimTo(pool, minBytesToKeep):
         """cuMemPoolTrimTo(pool, minBytesToKeep) -> None
@@ -8850,8 +9999,11 @@ def _mk_cuMemPoolTrimTo(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and (minBytesToKeep.__class__ is not int or not 0 <= minBytesToKeep <= 18446744073709551615): _check('z', minBytesToKeep, 'minBytesToKeep')
-        _rc = _fn(pool, minBytesToKeep)
+        if _chk and not 0 <= minBytesToKeep <= 18446744073709551615: _check('z', minBytesToKeep, 'minBytesToKeep')
+        try:
+            _rc = _fn(pool, minBytesToKeep)
+        except _AE as _e:
+            raise TypeError('cuMemPoolTrimTo: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPoolTrimTo')
 
@@ -8859,6 +10011,7 @@ def _mk_cuMemPoolTrimTo(_fn, _b, _chk):
 
 
 def _mk_cuMemPrefetchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _s_location = _b.struct_type('{Ii}')
 
     def cuMemPrefetchAsync(devPtr, count, location, flags, hStream):
@@ -8869,12 +10022,15 @@ def _mk_cuMemPrefetchAsync(_fn, _b, _chk):
         """
         if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
         location = _b.struct_value(_s_location, location, 'location')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(devPtr, count, location, flags, hStream)
+        try:
+            _rc = _fn(devPtr, count, location, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemPrefetchAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPrefetchAsync')
 
@@ -8882,6 +10038,7 @@ def _mk_cuMemPrefetchAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemPrefetchBatchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream):
         """cuMemPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream) -> None
@@ -8893,16 +10050,19 @@ def _mk_cuMemPrefetchBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
         if prefetchLocs.__class__ is not int: prefetchLocs, _k3 = _address(prefetchLocs)
         elif _chk and not 0 <= prefetchLocs <= 18446744073709551615: _check('p', prefetchLocs, 'prefetchLocs')
         if prefetchLocIdxs.__class__ is not int: prefetchLocIdxs, _k4 = _address(prefetchLocIdxs)
         elif _chk and not 0 <= prefetchLocIdxs <= 18446744073709551615: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
-        if _chk and (numPrefetchLocs.__class__ is not int or not 0 <= numPrefetchLocs <= 18446744073709551615): _check('z', numPrefetchLocs, 'numPrefetchLocs')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= numPrefetchLocs <= 18446744073709551615: _check('z', numPrefetchLocs, 'numPrefetchLocs')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)
+        try:
+            _rc = _fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemPrefetchBatchAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemPrefetchBatchAsync')
 
@@ -8910,6 +10070,7 @@ def _mk_cuMemPrefetchBatchAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count):
         """cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count) -> None
@@ -8919,12 +10080,15 @@ def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
         """
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
-        if _chk and (dataSize.__class__ is not int or not 0 <= dataSize <= 18446744073709551615): _check('z', dataSize, 'dataSize')
-        if _chk and (attribute.__class__ is not int or not 0 <= attribute <= 4294967295): _check('I', attribute, 'attribute')
+        if _chk and not 0 <= dataSize <= 18446744073709551615: _check('z', dataSize, 'dataSize')
+        if _chk and not 0 <= attribute <= 4294967295: _check('I', attribute, 'attribute')
         if devPtr.__class__ is not int: devPtr, _k3 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        _rc = _fn(data, dataSize, attribute, devPtr, count)
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        try:
+            _rc = _fn(data, dataSize, attribute, devPtr, count)
+        except _AE as _e:
+            raise TypeError('cuMemRangeGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemRangeGetAttribute')
 
@@ -8932,6 +10096,7 @@ def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count):
         """cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count) -> None
@@ -8945,11 +10110,14 @@ def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
         elif _chk and not 0 <= dataSizes <= 18446744073709551615: _check('p', dataSizes, 'dataSizes')
         if attributes.__class__ is not int: attributes, _k2 = _address(attributes)
         elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
-        if _chk and (numAttributes.__class__ is not int or not 0 <= numAttributes <= 18446744073709551615): _check('z', numAttributes, 'numAttributes')
+        if _chk and not 0 <= numAttributes <= 18446744073709551615: _check('z', numAttributes, 'numAttributes')
         if devPtr.__class__ is not int: devPtr, _k4 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        _rc = _fn(data, dataSizes, attributes, numAttributes, devPtr, count)
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        try:
+            _rc = _fn(data, dataSizes, attributes, numAttributes, devPtr, count)
+        except _AE as _e:
+            raise TypeError('cuMemRangeGetAttributes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemRangeGetAttributes')
 
@@ -8957,6 +10125,7 @@ def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
 
 
 def _mk_cuMemRelease(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemRelease(handle):
         """cuMemRelease(handle) -> None
@@ -8964,8 +10133,11 @@ def _mk_cuMemRelease(_fn, _b, _chk):
         Calls the driver's cuMemRelease (ABI version 10020): CUresult cuMemRelease(CUmemGenericAllocationHandle handle).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (handle.__class__ is not int or not 0 <= handle <= 18446744073709551615): _check('Q', handle, 'handle')
-        _rc = _fn(handle)
+        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
+        try:
+            _rc = _fn(handle)
+        except _AE as _e:
+            raise TypeError('cuMemRelease: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemRelease')
 
@@ -8994,6 +10166,7 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
 
         return cuMemRetainAllocationHandle
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -9009,7 +10182,10 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, addr)
+        try:
+            _rc = _fn(_o0, addr)
+        except _AE as _e:
+            raise TypeError('cuMemRetainAllocationHandle: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemRetainAllocationHandle')
         return _o0[0]
@@ -9018,6 +10194,7 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemSetAccess(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemSetAccess(ptr, size, desc, count):
         """cuMemSetAccess(ptr, size, desc, count) -> None
@@ -9027,11 +10204,14 @@ def _mk_cuMemSetAccess(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
         if desc.__class__ is not int: desc, _k2 = _address(desc)
         elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
-        _rc = _fn(ptr, size, desc, count)
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        try:
+            _rc = _fn(ptr, size, desc, count)
+        except _AE as _e:
+            raise TypeError('cuMemSetAccess: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemSetAccess')
 
@@ -9039,6 +10219,7 @@ def _mk_cuMemSetAccess(_fn, _b, _chk):
 
 
 def _mk_cuMemSetMemPool(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemSetMemPool(location, type, pool):
         """cuMemSetMemPool(location, type, pool) -> None
@@ -9048,10 +10229,13 @@ def _mk_cuMemSetMemPool(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k0 = _address(location)
         elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-        if _chk and (type.__class__ is not int or not 0 <= type <= 4294967295): _check('I', type, 'type')
+        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
         if pool.__class__ is not int: pool, _k2 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        _rc = _fn(location, type, pool)
+        try:
+            _rc = _fn(location, type, pool)
+        except _AE as _e:
+            raise TypeError('cuMemSetMemPool: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemSetMemPool')
 
@@ -9059,6 +10243,7 @@ def _mk_cuMemSetMemPool(_fn, _b, _chk):
 
 
 def _mk_cuMemUnmap(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemUnmap(ptr, size):
         """cuMemUnmap(ptr, size) -> None
@@ -9068,8 +10253,11 @@ def _mk_cuMemUnmap(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        _rc = _fn(ptr, size)
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        try:
+            _rc = _fn(ptr, size)
+        except _AE as _e:
+            raise TypeError('cuMemUnmap: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemUnmap')
 
@@ -9077,6 +10265,7 @@ def _mk_cuMemUnmap(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy(dst, src, ByteCount):
         """cuMemcpy(dst, src, ByteCount) -> None
@@ -9088,8 +10277,11 @@ def _mk_cuMemcpy(_fn, _b, _chk):
         elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
         elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dst, src, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dst, src, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy')
 
@@ -9097,6 +10289,7 @@ def _mk_cuMemcpy(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy2D(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy2D(pCopy):
         """cuMemcpy2D(pCopy) -> None
@@ -9106,7 +10299,10 @@ def _mk_cuMemcpy2D(_fn, _b, _chk):
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
-        _rc = _fn(pCopy)
+        try:
+            _rc = _fn(pCopy)
+        except _AE as _e:
+            raise TypeError('cuMemcpy2D: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy2D')
 
@@ -9114,6 +10310,7 @@ def _mk_cuMemcpy2D(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy2DAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy2DAsync(pCopy, hStream):
         """cuMemcpy2DAsync(pCopy, hStream) -> None
@@ -9125,7 +10322,10 @@ def _mk_cuMemcpy2DAsync(_fn, _b, _chk):
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(pCopy, hStream)
+        try:
+            _rc = _fn(pCopy, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpy2DAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy2DAsync')
 
@@ -9133,6 +10333,7 @@ def _mk_cuMemcpy2DAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy2DUnaligned(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy2DUnaligned(pCopy):
         """cuMemcpy2DUnaligned(pCopy) -> None
@@ -9142,7 +10343,10 @@ def _mk_cuMemcpy2DUnaligned(_fn, _b, _chk):
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
-        _rc = _fn(pCopy)
+        try:
+            _rc = _fn(pCopy)
+        except _AE as _e:
+            raise TypeError('cuMemcpy2DUnaligned: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy2DUnaligned')
 
@@ -9150,6 +10354,7 @@ def _mk_cuMemcpy2DUnaligned(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy3D(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy3D(pCopy):
         """cuMemcpy3D(pCopy) -> None
@@ -9159,7 +10364,10 @@ def _mk_cuMemcpy3D(_fn, _b, _chk):
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
-        _rc = _fn(pCopy)
+        try:
+            _rc = _fn(pCopy)
+        except _AE as _e:
+            raise TypeError('cuMemcpy3D: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy3D')
 
@@ -9167,6 +10375,7 @@ def _mk_cuMemcpy3D(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy3DAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy3DAsync(pCopy, hStream):
         """cuMemcpy3DAsync(pCopy, hStream) -> None
@@ -9178,7 +10387,10 @@ def _mk_cuMemcpy3DAsync(_fn, _b, _chk):
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(pCopy, hStream)
+        try:
+            _rc = _fn(pCopy, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpy3DAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy3DAsync')
 
@@ -9186,6 +10398,7 @@ def _mk_cuMemcpy3DAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy3DBatchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy3DBatchAsync(numOps, opList, flags, hStream):
         """cuMemcpy3DBatchAsync(numOps, opList, flags, hStream) -> None
@@ -9193,13 +10406,16 @@ def _mk_cuMemcpy3DBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpy3DBatchAsync (ABI version 13000): CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (numOps.__class__ is not int or not 0 <= numOps <= 18446744073709551615): _check('z', numOps, 'numOps')
+        if _chk and not 0 <= numOps <= 18446744073709551615: _check('z', numOps, 'numOps')
         if opList.__class__ is not int: opList, _k1 = _address(opList)
         elif _chk and not 0 <= opList <= 18446744073709551615: _check('p', opList, 'opList')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(numOps, opList, flags, hStream)
+        try:
+            _rc = _fn(numOps, opList, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpy3DBatchAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy3DBatchAsync')
 
@@ -9207,6 +10423,7 @@ def _mk_cuMemcpy3DBatchAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy3DPeer(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy3DPeer(pCopy):
         """cuMemcpy3DPeer(pCopy) -> None
@@ -9216,7 +10433,10 @@ def _mk_cuMemcpy3DPeer(_fn, _b, _chk):
         """
         if pCopy.__class__ is not int: pCopy, _k0 = _address(pCopy)
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
-        _rc = _fn(pCopy)
+        try:
+            _rc = _fn(pCopy)
+        except _AE as _e:
+            raise TypeError('cuMemcpy3DPeer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy3DPeer')
 
@@ -9224,6 +10444,7 @@ def _mk_cuMemcpy3DPeer(_fn, _b, _chk):
 
 
 def _mk_cuMemcpy3DPeerAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpy3DPeerAsync(pCopy, hStream):
         """cuMemcpy3DPeerAsync(pCopy, hStream) -> None
@@ -9235,7 +10456,10 @@ def _mk_cuMemcpy3DPeerAsync(_fn, _b, _chk):
         elif _chk and not 0 <= pCopy <= 18446744073709551615: _check('p', pCopy, 'pCopy')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(pCopy, hStream)
+        try:
+            _rc = _fn(pCopy, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpy3DPeerAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpy3DPeerAsync')
 
@@ -9243,6 +10467,7 @@ def _mk_cuMemcpy3DPeerAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyAsync(dst, src, ByteCount, hStream):
         """cuMemcpyAsync(dst, src, ByteCount, hStream) -> None
@@ -9254,10 +10479,13 @@ def _mk_cuMemcpyAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
         elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dst, src, ByteCount, hStream)
+        try:
+            _rc = _fn(dst, src, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyAsync')
 
@@ -9265,6 +10493,7 @@ def _mk_cuMemcpyAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyAtoA(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyAtoA(dstArray, dstOffset, srcArray, srcOffset, ByteCount):
         """cuMemcpyAtoA(dstArray, dstOffset, srcArray, srcOffset, ByteCount) -> None
@@ -9274,12 +10503,15 @@ def _mk_cuMemcpyAtoA(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
+        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
         if srcArray.__class__ is not int: srcArray, _k2 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyAtoA: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyAtoA')
 
@@ -9287,6 +10519,7 @@ def _mk_cuMemcpyAtoA(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyAtoD(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyAtoD(dstDevice, srcArray, srcOffset, ByteCount):
         """cuMemcpyAtoD(dstDevice, srcArray, srcOffset, ByteCount) -> None
@@ -9298,9 +10531,12 @@ def _mk_cuMemcpyAtoD(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstDevice, srcArray, srcOffset, ByteCount)
+        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstDevice, srcArray, srcOffset, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyAtoD: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyAtoD')
 
@@ -9308,6 +10544,7 @@ def _mk_cuMemcpyAtoD(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyAtoH(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyAtoH(dstHost, srcArray, srcOffset, ByteCount):
         """cuMemcpyAtoH(dstHost, srcArray, srcOffset, ByteCount) -> None
@@ -9319,9 +10556,12 @@ def _mk_cuMemcpyAtoH(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstHost, srcArray, srcOffset, ByteCount)
+        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstHost, srcArray, srcOffset, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyAtoH: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyAtoH')
 
@@ -9329,6 +10569,7 @@ def _mk_cuMemcpyAtoH(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyAtoHAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyAtoHAsync(dstHost, srcArray, srcOffset, ByteCount, hStream):
         """cuMemcpyAtoHAsync(dstHost, srcArray, srcOffset, ByteCount, hStream) -> None
@@ -9340,11 +10581,14 @@ def _mk_cuMemcpyAtoHAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and (srcOffset.__class__ is not int or not 0 <= srcOffset <= 18446744073709551615): _check('z', srcOffset, 'srcOffset')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstHost, srcArray, srcOffset, ByteCount, hStream)
+        try:
+            _rc = _fn(dstHost, srcArray, srcOffset, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyAtoHAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyAtoHAsync')
 
@@ -9352,6 +10596,7 @@ def _mk_cuMemcpyAtoHAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyBatchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream):
         """cuMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream) -> None
@@ -9365,15 +10610,18 @@ def _mk_cuMemcpyBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= srcs <= 18446744073709551615: _check('p', srcs, 'srcs')
         if sizes.__class__ is not int: sizes, _k2 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 18446744073709551615): _check('z', count, 'count')
+        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
         if attrs.__class__ is not int: attrs, _k4 = _address(attrs)
         elif _chk and not 0 <= attrs <= 18446744073709551615: _check('p', attrs, 'attrs')
         if attrsIdxs.__class__ is not int: attrsIdxs, _k5 = _address(attrsIdxs)
         elif _chk and not 0 <= attrsIdxs <= 18446744073709551615: _check('p', attrsIdxs, 'attrsIdxs')
-        if _chk and (numAttrs.__class__ is not int or not 0 <= numAttrs <= 18446744073709551615): _check('z', numAttrs, 'numAttrs')
+        if _chk and not 0 <= numAttrs <= 18446744073709551615: _check('z', numAttrs, 'numAttrs')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)
+        try:
+            _rc = _fn(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyBatchAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyBatchAsync')
 
@@ -9381,6 +10629,7 @@ def _mk_cuMemcpyBatchAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyDtoA(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyDtoA(dstArray, dstOffset, srcDevice, ByteCount):
         """cuMemcpyDtoA(dstArray, dstOffset, srcDevice, ByteCount) -> None
@@ -9390,11 +10639,14 @@ def _mk_cuMemcpyDtoA(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
+        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
         if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstArray, dstOffset, srcDevice, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstArray, dstOffset, srcDevice, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyDtoA: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyDtoA')
 
@@ -9402,6 +10654,7 @@ def _mk_cuMemcpyDtoA(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyDtoD(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyDtoD(dstDevice, srcDevice, ByteCount):
         """cuMemcpyDtoD(dstDevice, srcDevice, ByteCount) -> None
@@ -9413,8 +10666,11 @@ def _mk_cuMemcpyDtoD(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstDevice, srcDevice, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstDevice, srcDevice, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyDtoD: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyDtoD')
 
@@ -9422,6 +10678,7 @@ def _mk_cuMemcpyDtoD(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyDtoDAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyDtoDAsync(dstDevice, srcDevice, ByteCount, hStream):
         """cuMemcpyDtoDAsync(dstDevice, srcDevice, ByteCount, hStream) -> None
@@ -9433,10 +10690,13 @@ def _mk_cuMemcpyDtoDAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, srcDevice, ByteCount, hStream)
+        try:
+            _rc = _fn(dstDevice, srcDevice, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyDtoDAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyDtoDAsync')
 
@@ -9444,6 +10704,7 @@ def _mk_cuMemcpyDtoDAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyDtoH(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyDtoH(dstHost, srcDevice, ByteCount):
         """cuMemcpyDtoH(dstHost, srcDevice, ByteCount) -> None
@@ -9455,8 +10716,11 @@ def _mk_cuMemcpyDtoH(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstHost, srcDevice, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstHost, srcDevice, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyDtoH: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyDtoH')
 
@@ -9464,6 +10728,7 @@ def _mk_cuMemcpyDtoH(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, hStream):
         """cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, hStream) -> None
@@ -9475,10 +10740,13 @@ def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstHost, srcDevice, ByteCount, hStream)
+        try:
+            _rc = _fn(dstHost, srcDevice, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyDtoHAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyDtoHAsync')
 
@@ -9486,6 +10754,7 @@ def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyHtoA(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyHtoA(dstArray, dstOffset, srcHost, ByteCount):
         """cuMemcpyHtoA(dstArray, dstOffset, srcHost, ByteCount) -> None
@@ -9495,11 +10764,14 @@ def _mk_cuMemcpyHtoA(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
+        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
         if srcHost.__class__ is not int: srcHost, _k2 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstArray, dstOffset, srcHost, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstArray, dstOffset, srcHost, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyHtoA: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyHtoA')
 
@@ -9507,6 +10779,7 @@ def _mk_cuMemcpyHtoA(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyHtoAAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyHtoAAsync(dstArray, dstOffset, srcHost, ByteCount, hStream):
         """cuMemcpyHtoAAsync(dstArray, dstOffset, srcHost, ByteCount, hStream) -> None
@@ -9516,13 +10789,16 @@ def _mk_cuMemcpyHtoAAsync(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and (dstOffset.__class__ is not int or not 0 <= dstOffset <= 18446744073709551615): _check('z', dstOffset, 'dstOffset')
+        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
         if srcHost.__class__ is not int: srcHost, _k2 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstArray, dstOffset, srcHost, ByteCount, hStream)
+        try:
+            _rc = _fn(dstArray, dstOffset, srcHost, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyHtoAAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyHtoAAsync')
 
@@ -9530,6 +10806,7 @@ def _mk_cuMemcpyHtoAAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyHtoD(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyHtoD(dstDevice, srcHost, ByteCount):
         """cuMemcpyHtoD(dstDevice, srcHost, ByteCount) -> None
@@ -9541,8 +10818,11 @@ def _mk_cuMemcpyHtoD(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstDevice, srcHost, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstDevice, srcHost, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyHtoD: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyHtoD')
 
@@ -9550,6 +10830,7 @@ def _mk_cuMemcpyHtoD(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, hStream):
         """cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, hStream) -> None
@@ -9561,10 +10842,13 @@ def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, srcHost, ByteCount, hStream)
+        try:
+            _rc = _fn(dstDevice, srcHost, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyHtoDAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyHtoDAsync')
 
@@ -9572,6 +10856,7 @@ def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyPeer(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount):
         """cuMemcpyPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount) -> None
@@ -9587,8 +10872,11 @@ def _mk_cuMemcpyPeer(_fn, _b, _chk):
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
         elif _chk and not 0 <= srcContext <= 18446744073709551615: _check('p', srcContext, 'srcContext')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
-        _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        try:
+            _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
+        except _AE as _e:
+            raise TypeError('cuMemcpyPeer: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyPeer')
 
@@ -9596,6 +10884,7 @@ def _mk_cuMemcpyPeer(_fn, _b, _chk):
 
 
 def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream):
         """cuMemcpyPeerAsync(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream) -> None
@@ -9611,10 +10900,13 @@ def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
         elif _chk and not 0 <= srcContext <= 18446744073709551615: _check('p', srcContext, 'srcContext')
-        if _chk and (ByteCount.__class__ is not int or not 0 <= ByteCount <= 18446744073709551615): _check('z', ByteCount, 'ByteCount')
+        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream)
+        try:
+            _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyPeerAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemcpyPeerAsync')
 
@@ -9622,6 +10914,7 @@ def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD16(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD16(dstDevice, us, N):
         """cuMemsetD16(dstDevice, us, N) -> None
@@ -9631,9 +10924,12 @@ def _mk_cuMemsetD16(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
-        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
-        _rc = _fn(dstDevice, us, N)
+        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
+        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        try:
+            _rc = _fn(dstDevice, us, N)
+        except _AE as _e:
+            raise TypeError('cuMemsetD16: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD16')
 
@@ -9641,6 +10937,7 @@ def _mk_cuMemsetD16(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD16Async(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD16Async(dstDevice, us, N, hStream):
         """cuMemsetD16Async(dstDevice, us, N, hStream) -> None
@@ -9650,11 +10947,14 @@ def _mk_cuMemsetD16Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
-        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
+        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
+        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, us, N, hStream)
+        try:
+            _rc = _fn(dstDevice, us, N, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemsetD16Async: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD16Async')
 
@@ -9662,6 +10962,7 @@ def _mk_cuMemsetD16Async(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD2D16(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height):
         """cuMemsetD2D16(dstDevice, dstPitch, us, Width, Height) -> None
@@ -9671,11 +10972,14 @@ def _mk_cuMemsetD2D16(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
-        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
-        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
-        _rc = _fn(dstDevice, dstPitch, us, Width, Height)
+        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
+        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
+        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        try:
+            _rc = _fn(dstDevice, dstPitch, us, Width, Height)
+        except _AE as _e:
+            raise TypeError('cuMemsetD2D16: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD2D16')
 
@@ -9683,6 +10987,7 @@ def _mk_cuMemsetD2D16(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD2D16Async(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream):
         """cuMemsetD2D16Async(dstDevice, dstPitch, us, Width, Height, hStream) -> None
@@ -9692,13 +10997,16 @@ def _mk_cuMemsetD2D16Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
-        if _chk and (us.__class__ is not int or not 0 <= us <= 65535): _check('H', us, 'us')
-        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
+        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
+        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
+        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, dstPitch, us, Width, Height, hStream)
+        try:
+            _rc = _fn(dstDevice, dstPitch, us, Width, Height, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemsetD2D16Async: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD2D16Async')
 
@@ -9706,6 +11014,7 @@ def _mk_cuMemsetD2D16Async(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD2D32(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD2D32(dstDevice, dstPitch, ui, Width, Height):
         """cuMemsetD2D32(dstDevice, dstPitch, ui, Width, Height) -> None
@@ -9715,11 +11024,14 @@ def _mk_cuMemsetD2D32(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
-        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
-        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
-        _rc = _fn(dstDevice, dstPitch, ui, Width, Height)
+        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
+        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
+        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        try:
+            _rc = _fn(dstDevice, dstPitch, ui, Width, Height)
+        except _AE as _e:
+            raise TypeError('cuMemsetD2D32: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD2D32')
 
@@ -9727,6 +11039,7 @@ def _mk_cuMemsetD2D32(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD2D32Async(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream):
         """cuMemsetD2D32Async(dstDevice, dstPitch, ui, Width, Height, hStream) -> None
@@ -9736,13 +11049,16 @@ def _mk_cuMemsetD2D32Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
-        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
-        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
+        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
+        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
+        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, dstPitch, ui, Width, Height, hStream)
+        try:
+            _rc = _fn(dstDevice, dstPitch, ui, Width, Height, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemsetD2D32Async: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD2D32Async')
 
@@ -9750,6 +11066,7 @@ def _mk_cuMemsetD2D32Async(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD2D8(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD2D8(dstDevice, dstPitch, uc, Width, Height):
         """cuMemsetD2D8(dstDevice, dstPitch, uc, Width, Height) -> None
@@ -9759,11 +11076,14 @@ def _mk_cuMemsetD2D8(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
-        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
-        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
-        _rc = _fn(dstDevice, dstPitch, uc, Width, Height)
+        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
+        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
+        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        try:
+            _rc = _fn(dstDevice, dstPitch, uc, Width, Height)
+        except _AE as _e:
+            raise TypeError('cuMemsetD2D8: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD2D8')
 
@@ -9771,6 +11091,7 @@ def _mk_cuMemsetD2D8(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD2D8Async(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream):
         """cuMemsetD2D8Async(dstDevice, dstPitch, uc, Width, Height, hStream) -> None
@@ -9780,13 +11101,16 @@ def _mk_cuMemsetD2D8Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (dstPitch.__class__ is not int or not 0 <= dstPitch <= 18446744073709551615): _check('z', dstPitch, 'dstPitch')
-        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
-        if _chk and (Width.__class__ is not int or not 0 <= Width <= 18446744073709551615): _check('z', Width, 'Width')
-        if _chk and (Height.__class__ is not int or not 0 <= Height <= 18446744073709551615): _check('z', Height, 'Height')
+        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
+        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
+        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
+        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, dstPitch, uc, Width, Height, hStream)
+        try:
+            _rc = _fn(dstDevice, dstPitch, uc, Width, Height, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemsetD2D8Async: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD2D8Async')
 
@@ -9794,6 +11118,7 @@ def _mk_cuMemsetD2D8Async(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD32(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD32(dstDevice, ui, N):
         """cuMemsetD32(dstDevice, ui, N) -> None
@@ -9803,9 +11128,12 @@ def _mk_cuMemsetD32(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
-        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
-        _rc = _fn(dstDevice, ui, N)
+        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
+        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        try:
+            _rc = _fn(dstDevice, ui, N)
+        except _AE as _e:
+            raise TypeError('cuMemsetD32: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD32')
 
@@ -9813,6 +11141,7 @@ def _mk_cuMemsetD32(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD32Async(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD32Async(dstDevice, ui, N, hStream):
         """cuMemsetD32Async(dstDevice, ui, N, hStream) -> None
@@ -9822,11 +11151,14 @@ def _mk_cuMemsetD32Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (ui.__class__ is not int or not 0 <= ui <= 4294967295): _check('I', ui, 'ui')
-        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
+        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
+        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, ui, N, hStream)
+        try:
+            _rc = _fn(dstDevice, ui, N, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemsetD32Async: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD32Async')
 
@@ -9834,6 +11166,7 @@ def _mk_cuMemsetD32Async(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD8(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD8(dstDevice, uc, N):
         """cuMemsetD8(dstDevice, uc, N) -> None
@@ -9843,9 +11176,12 @@ def _mk_cuMemsetD8(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
-        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
-        _rc = _fn(dstDevice, uc, N)
+        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
+        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        try:
+            _rc = _fn(dstDevice, uc, N)
+        except _AE as _e:
+            raise TypeError('cuMemsetD8: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD8')
 
@@ -9853,6 +11189,7 @@ def _mk_cuMemsetD8(_fn, _b, _chk):
 
 
 def _mk_cuMemsetD8Async(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMemsetD8Async(dstDevice, uc, N, hStream):
         """cuMemsetD8Async(dstDevice, uc, N, hStream) -> None
@@ -9862,11 +11199,14 @@ def _mk_cuMemsetD8Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and (uc.__class__ is not int or not 0 <= uc <= 255): _check('B', uc, 'uc')
-        if _chk and (N.__class__ is not int or not 0 <= N <= 18446744073709551615): _check('z', N, 'N')
+        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
+        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(dstDevice, uc, N, hStream)
+        try:
+            _rc = _fn(dstDevice, uc, N, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemsetD8Async: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMemsetD8Async')
 
@@ -9886,7 +11226,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
             """
             if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
             elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
-            if _chk and (numMipmapLevels.__class__ is not int or not 0 <= numMipmapLevels <= 4294967295): _check('I', numMipmapLevels, 'numMipmapLevels')
+            if _chk and not 0 <= numMipmapLevels <= 4294967295: _check('I', numMipmapLevels, 'numMipmapLevels')
             _v = _f1(pMipmappedArrayDesc, numMipmapLevels)
             if _v == _S:
                 _rc = _last()
@@ -9896,6 +11236,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
 
         return cuMipmappedArrayCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9907,12 +11248,15 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
         """
         if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
         elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
-        if _chk and (numMipmapLevels.__class__ is not int or not 0 <= numMipmapLevels <= 4294967295): _check('I', numMipmapLevels, 'numMipmapLevels')
+        if _chk and not 0 <= numMipmapLevels <= 4294967295: _check('I', numMipmapLevels, 'numMipmapLevels')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pMipmappedArrayDesc, numMipmapLevels)
+        try:
+            _rc = _fn(_o0, pMipmappedArrayDesc, numMipmapLevels)
+        except _AE as _e:
+            raise TypeError('cuMipmappedArrayCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMipmappedArrayCreate')
         return _o0[0]
@@ -9921,6 +11265,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMipmappedArrayDestroy(hMipmappedArray):
         """cuMipmappedArrayDestroy(hMipmappedArray) -> None
@@ -9930,7 +11275,10 @@ def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
         """
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k0 = _address(hMipmappedArray)
         elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-        _rc = _fn(hMipmappedArray)
+        try:
+            _rc = _fn(hMipmappedArray)
+        except _AE as _e:
+            raise TypeError('cuMipmappedArrayDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMipmappedArrayDestroy')
 
@@ -9950,7 +11298,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
             """
             if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
             elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-            if _chk and (level.__class__ is not int or not 0 <= level <= 4294967295): _check('I', level, 'level')
+            if _chk and not 0 <= level <= 4294967295: _check('I', level, 'level')
             _v = _f1(hMipmappedArray, level)
             if _v == _S:
                 _rc = _last()
@@ -9960,6 +11308,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
 
         return cuMipmappedArrayGetLevel
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -9971,12 +11320,15 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
         """
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
         elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-        if _chk and (level.__class__ is not int or not 0 <= level <= 4294967295): _check('I', level, 'level')
+        if _chk and not 0 <= level <= 4294967295: _check('I', level, 'level')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hMipmappedArray, level)
+        try:
+            _rc = _fn(_o0, hMipmappedArray, level)
+        except _AE as _e:
+            raise TypeError('cuMipmappedArrayGetLevel: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMipmappedArrayGetLevel')
         return _o0[0]
@@ -9985,6 +11337,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device):
         """cuMipmappedArrayGetMemoryRequirements(memoryRequirements, mipmap, device) -> None
@@ -9996,8 +11349,11 @@ def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
         elif _chk and not 0 <= memoryRequirements <= 18446744073709551615: _check('p', memoryRequirements, 'memoryRequirements')
         if mipmap.__class__ is not int: mipmap, _k1 = _address(mipmap)
         elif _chk and not 0 <= mipmap <= 18446744073709551615: _check('p', mipmap, 'mipmap')
-        if _chk and (device.__class__ is not int or not -2147483648 <= device <= 2147483647): _check('i', device, 'device')
-        _rc = _fn(memoryRequirements, mipmap, device)
+        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        try:
+            _rc = _fn(memoryRequirements, mipmap, device)
+        except _AE as _e:
+            raise TypeError('cuMipmappedArrayGetMemoryRequirements: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMipmappedArrayGetMemoryRequirements')
 
@@ -10005,6 +11361,7 @@ def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayGetSparseProperties(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap):
         """cuMipmappedArrayGetSparseProperties(sparseProperties, mipmap) -> None
@@ -10016,7 +11373,10 @@ def _mk_cuMipmappedArrayGetSparseProperties(_fn, _b, _chk):
         elif _chk and not 0 <= sparseProperties <= 18446744073709551615: _check('p', sparseProperties, 'sparseProperties')
         if mipmap.__class__ is not int: mipmap, _k1 = _address(mipmap)
         elif _chk and not 0 <= mipmap <= 18446744073709551615: _check('p', mipmap, 'mipmap')
-        _rc = _fn(sparseProperties, mipmap)
+        try:
+            _rc = _fn(sparseProperties, mipmap)
+        except _AE as _e:
+            raise TypeError('cuMipmappedArrayGetSparseProperties: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMipmappedArrayGetSparseProperties')
 
@@ -10024,6 +11384,7 @@ def _mk_cuMipmappedArrayGetSparseProperties(_fn, _b, _chk):
 
 
 def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuModuleEnumerateFunctions(functions, numFunctions, mod):
         """cuModuleEnumerateFunctions(functions, numFunctions, mod) -> None
@@ -10033,10 +11394,13 @@ def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
         """
         if functions.__class__ is not int: functions, _k0 = _address(functions)
         elif _chk and not 0 <= functions <= 18446744073709551615: _check('p', functions, 'functions')
-        if _chk and (numFunctions.__class__ is not int or not 0 <= numFunctions <= 4294967295): _check('I', numFunctions, 'numFunctions')
+        if _chk and not 0 <= numFunctions <= 4294967295: _check('I', numFunctions, 'numFunctions')
         if mod.__class__ is not int: mod, _k2 = _address(mod)
         elif _chk and not 0 <= mod <= 18446744073709551615: _check('p', mod, 'mod')
-        _rc = _fn(functions, numFunctions, mod)
+        try:
+            _rc = _fn(functions, numFunctions, mod)
+        except _AE as _e:
+            raise TypeError('cuModuleEnumerateFunctions: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleEnumerateFunctions')
 
@@ -10067,6 +11431,7 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
 
         return cuModuleGetFunction
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10084,7 +11449,10 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hmod, name)
+        try:
+            _rc = _fn(_o0, hmod, name)
+        except _AE as _e:
+            raise TypeError('cuModuleGetFunction: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleGetFunction')
         return _o0[0]
@@ -10114,6 +11482,7 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
 
         return cuModuleGetFunctionCount
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -10129,7 +11498,10 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, mod)
+        try:
+            _rc = _fn(_o0, mod)
+        except _AE as _e:
+            raise TypeError('cuModuleGetFunctionCount: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleGetFunctionCount')
         return _o0[0]
@@ -10138,6 +11510,7 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetGlobal(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
     _tls = _local()
@@ -10158,7 +11531,10 @@ def _mk_cuModuleGetGlobal(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, hmod, name)
+        try:
+            _rc = _fn(_o0, _o1, hmod, name)
+        except _AE as _e:
+            raise TypeError('cuModuleGetGlobal: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleGetGlobal')
         return (_o0[0], _o1[0])
@@ -10186,6 +11562,7 @@ def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
 
         return cuModuleGetLoadingMode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -10199,7 +11576,10 @@ def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuModuleGetLoadingMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleGetLoadingMode')
         return _o0[0]
@@ -10231,6 +11611,7 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
 
         return cuModuleGetSurfRef
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10248,7 +11629,10 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hmod, name)
+        try:
+            _rc = _fn(_o0, hmod, name)
+        except _AE as _e:
+            raise TypeError('cuModuleGetSurfRef: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleGetSurfRef')
         return _o0[0]
@@ -10280,6 +11664,7 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
 
         return cuModuleGetTexRef
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10297,7 +11682,10 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hmod, name)
+        try:
+            _rc = _fn(_o0, hmod, name)
+        except _AE as _e:
+            raise TypeError('cuModuleGetTexRef: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleGetTexRef')
         return _o0[0]
@@ -10327,6 +11715,7 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
 
         return cuModuleLoad
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10342,7 +11731,10 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, fname)
+        try:
+            _rc = _fn(_o0, fname)
+        except _AE as _e:
+            raise TypeError('cuModuleLoad: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleLoad')
         return _o0[0]
@@ -10372,6 +11764,7 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
 
         return cuModuleLoadData
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10387,7 +11780,10 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, image)
+        try:
+            _rc = _fn(_o0, image)
+        except _AE as _e:
+            raise TypeError('cuModuleLoadData: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleLoadData')
         return _o0[0]
@@ -10408,7 +11804,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
             """
             if image.__class__ is not int: image, _k1 = _address(image)
             elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
-            if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+            if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
             if options.__class__ is not int: options, _k3 = _address(options)
             elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
             if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
@@ -10422,6 +11818,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
 
         return cuModuleLoadDataEx
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10433,7 +11830,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
         """
         if image.__class__ is not int: image, _k1 = _address(image)
         elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
-        if _chk and (numOptions.__class__ is not int or not 0 <= numOptions <= 4294967295): _check('I', numOptions, 'numOptions')
+        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k3 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
@@ -10442,7 +11839,10 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, image, numOptions, options, optionValues)
+        try:
+            _rc = _fn(_o0, image, numOptions, options, optionValues)
+        except _AE as _e:
+            raise TypeError('cuModuleLoadDataEx: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleLoadDataEx')
         return _o0[0]
@@ -10472,6 +11872,7 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
 
         return cuModuleLoadFatBinary
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -10487,7 +11888,10 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, fatCubin)
+        try:
+            _rc = _fn(_o0, fatCubin)
+        except _AE as _e:
+            raise TypeError('cuModuleLoadFatBinary: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleLoadFatBinary')
         return _o0[0]
@@ -10496,6 +11900,7 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
 
 
 def _mk_cuModuleUnload(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuModuleUnload(hmod):
         """cuModuleUnload(hmod) -> None
@@ -10505,7 +11910,10 @@ def _mk_cuModuleUnload(_fn, _b, _chk):
         """
         if hmod.__class__ is not int: hmod, _k0 = _address(hmod)
         elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
-        _rc = _fn(hmod)
+        try:
+            _rc = _fn(hmod)
+        except _AE as _e:
+            raise TypeError('cuModuleUnload: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuModuleUnload')
 
@@ -10513,6 +11921,7 @@ def _mk_cuModuleUnload(_fn, _b, _chk):
 
 
 def _mk_cuMulticastAddDevice(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMulticastAddDevice(mcHandle, dev):
         """cuMulticastAddDevice(mcHandle, dev) -> None
@@ -10520,9 +11929,12 @@ def _mk_cuMulticastAddDevice(_fn, _b, _chk):
         Calls the driver's cuMulticastAddDevice (ABI version 12010): CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        _rc = _fn(mcHandle, dev)
+        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        try:
+            _rc = _fn(mcHandle, dev)
+        except _AE as _e:
+            raise TypeError('cuMulticastAddDevice: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMulticastAddDevice')
 
@@ -10530,6 +11942,7 @@ def _mk_cuMulticastAddDevice(_fn, _b, _chk):
 
 
 def _mk_cuMulticastBindAddr(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMulticastBindAddr(mcHandle, mcOffset, memptr, size, flags):
         """cuMulticastBindAddr(mcHandle, mcOffset, memptr, size, flags) -> None
@@ -10537,13 +11950,16 @@ def _mk_cuMulticastBindAddr(_fn, _b, _chk):
         Calls the driver's cuMulticastBindAddr (ABI version 12010): CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr, size_t size, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
-        if _chk and (mcOffset.__class__ is not int or not 0 <= mcOffset <= 18446744073709551615): _check('z', mcOffset, 'mcOffset')
+        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
+        if _chk and not 0 <= mcOffset <= 18446744073709551615: _check('z', mcOffset, 'mcOffset')
         if memptr.__class__ is not int: memptr, _k2 = _address(memptr)
         elif _chk and not 0 <= memptr <= 18446744073709551615: _check('Q', memptr, 'memptr')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
-        _rc = _fn(mcHandle, mcOffset, memptr, size, flags)
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(mcHandle, mcOffset, memptr, size, flags)
+        except _AE as _e:
+            raise TypeError('cuMulticastBindAddr: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMulticastBindAddr')
 
@@ -10551,6 +11967,7 @@ def _mk_cuMulticastBindAddr(_fn, _b, _chk):
 
 
 def _mk_cuMulticastBindMem(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMulticastBindMem(mcHandle, mcOffset, memHandle, memOffset, size, flags):
         """cuMulticastBindMem(mcHandle, mcOffset, memHandle, memOffset, size, flags) -> None
@@ -10558,13 +11975,16 @@ def _mk_cuMulticastBindMem(_fn, _b, _chk):
         Calls the driver's cuMulticastBindMem (ABI version 12010): CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
-        if _chk and (mcOffset.__class__ is not int or not 0 <= mcOffset <= 18446744073709551615): _check('z', mcOffset, 'mcOffset')
-        if _chk and (memHandle.__class__ is not int or not 0 <= memHandle <= 18446744073709551615): _check('Q', memHandle, 'memHandle')
-        if _chk and (memOffset.__class__ is not int or not 0 <= memOffset <= 18446744073709551615): _check('z', memOffset, 'memOffset')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 18446744073709551615): _check('Q', flags, 'flags')
-        _rc = _fn(mcHandle, mcOffset, memHandle, memOffset, size, flags)
+        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
+        if _chk and not 0 <= mcOffset <= 18446744073709551615: _check('z', mcOffset, 'mcOffset')
+        if _chk and not 0 <= memHandle <= 18446744073709551615: _check('Q', memHandle, 'memHandle')
+        if _chk and not 0 <= memOffset <= 18446744073709551615: _check('z', memOffset, 'memOffset')
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(mcHandle, mcOffset, memHandle, memOffset, size, flags)
+        except _AE as _e:
+            raise TypeError('cuMulticastBindMem: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMulticastBindMem')
 
@@ -10593,6 +12013,7 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
 
         return cuMulticastCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -10608,7 +12029,10 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, prop)
+        try:
+            _rc = _fn(_o0, prop)
+        except _AE as _e:
+            raise TypeError('cuMulticastCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMulticastCreate')
         return _o0[0]
@@ -10629,7 +12053,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
             """
             if prop.__class__ is not int: prop, _k1 = _address(prop)
             elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
+            if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
             _v = _f1(prop, option)
             if _v == _S:
                 _rc = _last()
@@ -10639,6 +12063,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
 
         return cuMulticastGetGranularity
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -10650,12 +12075,15 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and (option.__class__ is not int or not 0 <= option <= 4294967295): _check('I', option, 'option')
+        if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, prop, option)
+        try:
+            _rc = _fn(_o0, prop, option)
+        except _AE as _e:
+            raise TypeError('cuMulticastGetGranularity: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMulticastGetGranularity')
         return _o0[0]
@@ -10664,6 +12092,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
 
 
 def _mk_cuMulticastUnbind(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuMulticastUnbind(mcHandle, dev, mcOffset, size):
         """cuMulticastUnbind(mcHandle, dev, mcOffset, size) -> None
@@ -10671,11 +12100,14 @@ def _mk_cuMulticastUnbind(_fn, _b, _chk):
         Calls the driver's cuMulticastUnbind (ABI version 12010): CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (mcHandle.__class__ is not int or not 0 <= mcHandle <= 18446744073709551615): _check('Q', mcHandle, 'mcHandle')
-        if _chk and (dev.__class__ is not int or not -2147483648 <= dev <= 2147483647): _check('i', dev, 'dev')
-        if _chk and (mcOffset.__class__ is not int or not 0 <= mcOffset <= 18446744073709551615): _check('z', mcOffset, 'mcOffset')
-        if _chk and (size.__class__ is not int or not 0 <= size <= 18446744073709551615): _check('z', size, 'size')
-        _rc = _fn(mcHandle, dev, mcOffset, size)
+        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
+        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and not 0 <= mcOffset <= 18446744073709551615: _check('z', mcOffset, 'mcOffset')
+        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        try:
+            _rc = _fn(mcHandle, dev, mcOffset, size)
+        except _AE as _e:
+            raise TypeError('cuMulticastUnbind: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuMulticastUnbind')
 
@@ -10695,8 +12127,8 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
             """
             if func.__class__ is not int: func, _k1 = _address(func)
             elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and (numBlocks.__class__ is not int or not -2147483648 <= numBlocks <= 2147483647): _check('i', numBlocks, 'numBlocks')
-            if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+            if _chk and not -2147483648 <= numBlocks <= 2147483647: _check('i', numBlocks, 'numBlocks')
+            if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
             _v = _f1(func, numBlocks, blockSize)
             if _v == _S:
                 _rc = _last()
@@ -10706,6 +12138,7 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
 
         return cuOccupancyAvailableDynamicSMemPerBlock
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -10717,13 +12150,16 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k1 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and (numBlocks.__class__ is not int or not -2147483648 <= numBlocks <= 2147483647): _check('i', numBlocks, 'numBlocks')
-        if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
+        if _chk and not -2147483648 <= numBlocks <= 2147483647: _check('i', numBlocks, 'numBlocks')
+        if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, func, numBlocks, blockSize)
+        try:
+            _rc = _fn(_o0, func, numBlocks, blockSize)
+        except _AE as _e:
+            raise TypeError('cuOccupancyAvailableDynamicSMemPerBlock: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyAvailableDynamicSMemPerBlock')
         return _o0[0]
@@ -10744,8 +12180,8 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
             """
             if func.__class__ is not int: func, _k1 = _address(func)
             elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
-            if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+            if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
+            if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
             _v = _f1(func, blockSize, dynamicSMemSize)
             if _v == _S:
                 _rc = _last()
@@ -10755,6 +12191,7 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
 
         return cuOccupancyMaxActiveBlocksPerMultiprocessor
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -10766,13 +12203,16 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k1 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
-        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
+        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, func, blockSize, dynamicSMemSize)
+        try:
+            _rc = _fn(_o0, func, blockSize, dynamicSMemSize)
+        except _AE as _e:
+            raise TypeError('cuOccupancyMaxActiveBlocksPerMultiprocessor: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessor')
         return _o0[0]
@@ -10793,9 +12233,9 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
             """
             if func.__class__ is not int: func, _k1 = _address(func)
             elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
-            if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
+            if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(func, blockSize, dynamicSMemSize, flags)
             if _v == _S:
                 _rc = _last()
@@ -10805,6 +12245,7 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
 
         return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -10816,14 +12257,17 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k1 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and (blockSize.__class__ is not int or not -2147483648 <= blockSize <= 2147483647): _check('i', blockSize, 'blockSize')
-        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
+        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, func, blockSize, dynamicSMemSize, flags)
+        try:
+            _rc = _fn(_o0, func, blockSize, dynamicSMemSize, flags)
+        except _AE as _e:
+            raise TypeError('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
         return _o0[0]
@@ -10855,6 +12299,7 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
 
         return cuOccupancyMaxActiveClusters
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -10872,7 +12317,10 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, func, config)
+        try:
+            _rc = _fn(_o0, func, config)
+        except _AE as _e:
+            raise TypeError('cuOccupancyMaxActiveClusters: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyMaxActiveClusters')
         return _o0[0]
@@ -10881,6 +12329,7 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
     _tls = _local()
@@ -10896,14 +12345,17 @@ def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if blockSizeToDynamicSMemSize.__class__ is not int: blockSizeToDynamicSMemSize, _k3 = _address(blockSizeToDynamicSMemSize)
         elif _chk and not 0 <= blockSizeToDynamicSMemSize <= 18446744073709551615: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
-        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk and (blockSizeLimit.__class__ is not int or not -2147483648 <= blockSizeLimit <= 2147483647): _check('i', blockSizeLimit, 'blockSizeLimit')
+        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and not -2147483648 <= blockSizeLimit <= 2147483647: _check('i', blockSizeLimit, 'blockSizeLimit')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit)
+        try:
+            _rc = _fn(_o0, _o1, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit)
+        except _AE as _e:
+            raise TypeError('cuOccupancyMaxPotentialBlockSize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyMaxPotentialBlockSize')
         return (_o0[0], _o1[0])
@@ -10912,6 +12364,7 @@ def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
     _tls = _local()
@@ -10927,15 +12380,18 @@ def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if blockSizeToDynamicSMemSize.__class__ is not int: blockSizeToDynamicSMemSize, _k3 = _address(blockSizeToDynamicSMemSize)
         elif _chk and not 0 <= blockSizeToDynamicSMemSize <= 18446744073709551615: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
-        if _chk and (dynamicSMemSize.__class__ is not int or not 0 <= dynamicSMemSize <= 18446744073709551615): _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk and (blockSizeLimit.__class__ is not int or not -2147483648 <= blockSizeLimit <= 2147483647): _check('i', blockSizeLimit, 'blockSizeLimit')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and not -2147483648 <= blockSizeLimit <= 2147483647: _check('i', blockSizeLimit, 'blockSizeLimit')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags)
+        try:
+            _rc = _fn(_o0, _o1, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags)
+        except _AE as _e:
+            raise TypeError('cuOccupancyMaxPotentialBlockSizeWithFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyMaxPotentialBlockSizeWithFlags')
         return (_o0[0], _o1[0])
@@ -10967,6 +12423,7 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
 
         return cuOccupancyMaxPotentialClusterSize
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -10984,7 +12441,10 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, func, config)
+        try:
+            _rc = _fn(_o0, func, config)
+        except _AE as _e:
+            raise TypeError('cuOccupancyMaxPotentialClusterSize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuOccupancyMaxPotentialClusterSize')
         return _o0[0]
@@ -10993,6 +12453,7 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
 
 
 def _mk_cuParamSetSize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuParamSetSize(hfunc, numbytes):
         """cuParamSetSize(hfunc, numbytes) -> None
@@ -11002,8 +12463,11 @@ def _mk_cuParamSetSize(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (numbytes.__class__ is not int or not 0 <= numbytes <= 4294967295): _check('I', numbytes, 'numbytes')
-        _rc = _fn(hfunc, numbytes)
+        if _chk and not 0 <= numbytes <= 4294967295: _check('I', numbytes, 'numbytes')
+        try:
+            _rc = _fn(hfunc, numbytes)
+        except _AE as _e:
+            raise TypeError('cuParamSetSize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuParamSetSize')
 
@@ -11011,6 +12475,7 @@ def _mk_cuParamSetSize(_fn, _b, _chk):
 
 
 def _mk_cuParamSetTexRef(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuParamSetTexRef(hfunc, texunit, hTexRef):
         """cuParamSetTexRef(hfunc, texunit, hTexRef) -> None
@@ -11020,10 +12485,13 @@ def _mk_cuParamSetTexRef(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (texunit.__class__ is not int or not -2147483648 <= texunit <= 2147483647): _check('i', texunit, 'texunit')
+        if _chk and not -2147483648 <= texunit <= 2147483647: _check('i', texunit, 'texunit')
         if hTexRef.__class__ is not int: hTexRef, _k2 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        _rc = _fn(hfunc, texunit, hTexRef)
+        try:
+            _rc = _fn(hfunc, texunit, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuParamSetTexRef: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuParamSetTexRef')
 
@@ -11031,6 +12499,7 @@ def _mk_cuParamSetTexRef(_fn, _b, _chk):
 
 
 def _mk_cuParamSetf(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuParamSetf(hfunc, offset, value):
         """cuParamSetf(hfunc, offset, value) -> None
@@ -11040,9 +12509,11 @@ def _mk_cuParamSetf(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (offset.__class__ is not int or not -2147483648 <= offset <= 2147483647): _check('i', offset, 'offset')
-        if _chk: _check('f', value, 'value')
-        _rc = _fn(hfunc, offset, value)
+        if _chk and not -2147483648 <= offset <= 2147483647: _check('i', offset, 'offset')
+        try:
+            _rc = _fn(hfunc, offset, value)
+        except _AE as _e:
+            raise TypeError('cuParamSetf: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuParamSetf')
 
@@ -11050,6 +12521,7 @@ def _mk_cuParamSetf(_fn, _b, _chk):
 
 
 def _mk_cuParamSeti(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuParamSeti(hfunc, offset, value):
         """cuParamSeti(hfunc, offset, value) -> None
@@ -11059,9 +12531,12 @@ def _mk_cuParamSeti(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (offset.__class__ is not int or not -2147483648 <= offset <= 2147483647): _check('i', offset, 'offset')
-        if _chk and (value.__class__ is not int or not 0 <= value <= 4294967295): _check('I', value, 'value')
-        _rc = _fn(hfunc, offset, value)
+        if _chk and not -2147483648 <= offset <= 2147483647: _check('i', offset, 'offset')
+        if _chk and not 0 <= value <= 4294967295: _check('I', value, 'value')
+        try:
+            _rc = _fn(hfunc, offset, value)
+        except _AE as _e:
+            raise TypeError('cuParamSeti: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuParamSeti')
 
@@ -11069,6 +12544,7 @@ def _mk_cuParamSeti(_fn, _b, _chk):
 
 
 def _mk_cuParamSetv(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuParamSetv(hfunc, offset, ptr, numbytes):
         """cuParamSetv(hfunc, offset, ptr, numbytes) -> None
@@ -11078,11 +12554,14 @@ def _mk_cuParamSetv(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and (offset.__class__ is not int or not -2147483648 <= offset <= 2147483647): _check('i', offset, 'offset')
+        if _chk and not -2147483648 <= offset <= 2147483647: _check('i', offset, 'offset')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
-        if _chk and (numbytes.__class__ is not int or not 0 <= numbytes <= 4294967295): _check('I', numbytes, 'numbytes')
-        _rc = _fn(hfunc, offset, ptr, numbytes)
+        if _chk and not 0 <= numbytes <= 4294967295: _check('I', numbytes, 'numbytes')
+        try:
+            _rc = _fn(hfunc, offset, ptr, numbytes)
+        except _AE as _e:
+            raise TypeError('cuParamSetv: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuParamSetv')
 
@@ -11090,6 +12569,7 @@ def _mk_cuParamSetv(_fn, _b, _chk):
 
 
 def _mk_cuPointerGetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuPointerGetAttribute(data, attribute, ptr):
         """cuPointerGetAttribute(data, attribute, ptr) -> None
@@ -11099,10 +12579,13 @@ def _mk_cuPointerGetAttribute(_fn, _b, _chk):
         """
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
-        if _chk and (attribute.__class__ is not int or not 0 <= attribute <= 4294967295): _check('I', attribute, 'attribute')
+        if _chk and not 0 <= attribute <= 4294967295: _check('I', attribute, 'attribute')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        _rc = _fn(data, attribute, ptr)
+        try:
+            _rc = _fn(data, attribute, ptr)
+        except _AE as _e:
+            raise TypeError('cuPointerGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuPointerGetAttribute')
 
@@ -11110,6 +12593,7 @@ def _mk_cuPointerGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuPointerGetAttributes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuPointerGetAttributes(numAttributes, attributes, data, ptr):
         """cuPointerGetAttributes(numAttributes, attributes, data, ptr) -> None
@@ -11117,14 +12601,17 @@ def _mk_cuPointerGetAttributes(_fn, _b, _chk):
         Calls the driver's cuPointerGetAttributes (ABI version 7000): CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (numAttributes.__class__ is not int or not 0 <= numAttributes <= 4294967295): _check('I', numAttributes, 'numAttributes')
+        if _chk and not 0 <= numAttributes <= 4294967295: _check('I', numAttributes, 'numAttributes')
         if attributes.__class__ is not int: attributes, _k1 = _address(attributes)
         elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
         if data.__class__ is not int: data, _k2 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
         if ptr.__class__ is not int: ptr, _k3 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        _rc = _fn(numAttributes, attributes, data, ptr)
+        try:
+            _rc = _fn(numAttributes, attributes, data, ptr)
+        except _AE as _e:
+            raise TypeError('cuPointerGetAttributes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuPointerGetAttributes')
 
@@ -11132,6 +12619,7 @@ def _mk_cuPointerGetAttributes(_fn, _b, _chk):
 
 
 def _mk_cuPointerSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuPointerSetAttribute(value, attribute, ptr):
         """cuPointerSetAttribute(value, attribute, ptr) -> None
@@ -11141,10 +12629,13 @@ def _mk_cuPointerSetAttribute(_fn, _b, _chk):
         """
         if value.__class__ is not int: value, _k0 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        if _chk and (attribute.__class__ is not int or not 0 <= attribute <= 4294967295): _check('I', attribute, 'attribute')
+        if _chk and not 0 <= attribute <= 4294967295: _check('I', attribute, 'attribute')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        _rc = _fn(value, attribute, ptr)
+        try:
+            _rc = _fn(value, attribute, ptr)
+        except _AE as _e:
+            raise TypeError('cuPointerSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuPointerSetAttribute')
 
@@ -11152,6 +12643,7 @@ def _mk_cuPointerSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuProfilerInitialize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuProfilerInitialize(configFile, outputFile, outputMode):
         """cuProfilerInitialize(configFile, outputFile, outputMode) -> None
@@ -11163,8 +12655,11 @@ def _mk_cuProfilerInitialize(_fn, _b, _chk):
         elif _chk and not 0 <= configFile <= 18446744073709551615: _check('p', configFile, 'configFile')
         if outputFile.__class__ is not int: outputFile, _k1 = _cstring(outputFile)
         elif _chk and not 0 <= outputFile <= 18446744073709551615: _check('p', outputFile, 'outputFile')
-        if _chk and (outputMode.__class__ is not int or not 0 <= outputMode <= 4294967295): _check('I', outputMode, 'outputMode')
-        _rc = _fn(configFile, outputFile, outputMode)
+        if _chk and not 0 <= outputMode <= 4294967295: _check('I', outputMode, 'outputMode')
+        try:
+            _rc = _fn(configFile, outputFile, outputMode)
+        except _AE as _e:
+            raise TypeError('cuProfilerInitialize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuProfilerInitialize')
 
@@ -11172,6 +12667,7 @@ def _mk_cuProfilerInitialize(_fn, _b, _chk):
 
 
 def _mk_cuProfilerStart(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuProfilerStart():
         """cuProfilerStart() -> None
@@ -11179,7 +12675,10 @@ def _mk_cuProfilerStart(_fn, _b, _chk):
         Calls the driver's cuProfilerStart (ABI version 4000): CUresult cuProfilerStart().
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        _rc = _fn()
+        try:
+            _rc = _fn()
+        except _AE as _e:
+            raise TypeError('cuProfilerStart: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuProfilerStart')
 
@@ -11187,6 +12686,7 @@ def _mk_cuProfilerStart(_fn, _b, _chk):
 
 
 def _mk_cuProfilerStop(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuProfilerStop():
         """cuProfilerStop() -> None
@@ -11194,7 +12694,10 @@ def _mk_cuProfilerStop(_fn, _b, _chk):
         Calls the driver's cuProfilerStop (ABI version 4000): CUresult cuProfilerStop().
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        _rc = _fn()
+        try:
+            _rc = _fn()
+        except _AE as _e:
+            raise TypeError('cuProfilerStop: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuProfilerStop')
 
@@ -11202,6 +12705,7 @@ def _mk_cuProfilerStop(_fn, _b, _chk):
 
 
 def _mk_cuSignalExternalSemaphoresAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuSignalExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream):
         """cuSignalExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream) -> None
@@ -11213,10 +12717,13 @@ def _mk_cuSignalExternalSemaphoresAsync(_fn, _b, _chk):
         elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-        if _chk and (numExtSems.__class__ is not int or not 0 <= numExtSems <= 4294967295): _check('I', numExtSems, 'numExtSems')
+        if _chk and not 0 <= numExtSems <= 4294967295: _check('I', numExtSems, 'numExtSems')
         if stream.__class__ is not int: stream, _k3 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
-        _rc = _fn(extSemArray, paramsArray, numExtSems, stream)
+        try:
+            _rc = _fn(extSemArray, paramsArray, numExtSems, stream)
+        except _AE as _e:
+            raise TypeError('cuSignalExternalSemaphoresAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuSignalExternalSemaphoresAsync')
 
@@ -11224,6 +12731,7 @@ def _mk_cuSignalExternalSemaphoresAsync(_fn, _b, _chk):
 
 
 def _mk_cuStreamAddCallback(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamAddCallback(hStream, callback, userData, flags):
         """cuStreamAddCallback(hStream, callback, userData, flags) -> None
@@ -11237,8 +12745,11 @@ def _mk_cuStreamAddCallback(_fn, _b, _chk):
         elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
         elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(hStream, callback, userData, flags)
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(hStream, callback, userData, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamAddCallback: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamAddCallback')
 
@@ -11246,6 +12757,7 @@ def _mk_cuStreamAddCallback(_fn, _b, _chk):
 
 
 def _mk_cuStreamAttachMemAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamAttachMemAsync(hStream, dptr, length, flags):
         """cuStreamAttachMemAsync(hStream, dptr, length, flags) -> None
@@ -11257,9 +12769,12 @@ def _mk_cuStreamAttachMemAsync(_fn, _b, _chk):
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and (length.__class__ is not int or not 0 <= length <= 18446744073709551615): _check('z', length, 'length')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(hStream, dptr, length, flags)
+        if _chk and not 0 <= length <= 18446744073709551615: _check('z', length, 'length')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(hStream, dptr, length, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamAttachMemAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamAttachMemAsync')
 
@@ -11267,6 +12782,7 @@ def _mk_cuStreamAttachMemAsync(_fn, _b, _chk):
 
 
 def _mk_cuStreamBatchMemOp(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamBatchMemOp(stream, count, paramArray, flags):
         """cuStreamBatchMemOp(stream, count, paramArray, flags) -> None
@@ -11276,11 +12792,14 @@ def _mk_cuStreamBatchMemOp(_fn, _b, _chk):
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
         if paramArray.__class__ is not int: paramArray, _k2 = _address(paramArray)
         elif _chk and not 0 <= paramArray <= 18446744073709551615: _check('p', paramArray, 'paramArray')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(stream, count, paramArray, flags)
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(stream, count, paramArray, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamBatchMemOp: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamBatchMemOp')
 
@@ -11288,6 +12807,7 @@ def _mk_cuStreamBatchMemOp(_fn, _b, _chk):
 
 
 def _mk_cuStreamBeginCapture(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamBeginCapture(hStream, mode):
         """cuStreamBeginCapture(hStream, mode) -> None
@@ -11297,8 +12817,11 @@ def _mk_cuStreamBeginCapture(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and (mode.__class__ is not int or not 0 <= mode <= 4294967295): _check('I', mode, 'mode')
-        _rc = _fn(hStream, mode)
+        if _chk and not 0 <= mode <= 4294967295: _check('I', mode, 'mode')
+        try:
+            _rc = _fn(hStream, mode)
+        except _AE as _e:
+            raise TypeError('cuStreamBeginCapture: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamBeginCapture')
 
@@ -11306,6 +12829,7 @@ def _mk_cuStreamBeginCapture(_fn, _b, _chk):
 
 
 def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode):
         """cuStreamBeginCaptureToGraph(hStream, hGraph, dependencies, dependencyData, numDependencies, mode) -> None
@@ -11321,9 +12845,12 @@ def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
         elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
-        if _chk and (mode.__class__ is not int or not 0 <= mode <= 4294967295): _check('I', mode, 'mode')
-        _rc = _fn(hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= mode <= 4294967295: _check('I', mode, 'mode')
+        try:
+            _rc = _fn(hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
+        except _AE as _e:
+            raise TypeError('cuStreamBeginCaptureToGraph: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamBeginCaptureToGraph')
 
@@ -11331,6 +12858,7 @@ def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
 
 
 def _mk_cuStreamCopyAttributes(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamCopyAttributes(dst, src):
         """cuStreamCopyAttributes(dst, src) -> None
@@ -11342,7 +12870,10 @@ def _mk_cuStreamCopyAttributes(_fn, _b, _chk):
         elif _chk and not 0 <= dst <= 18446744073709551615: _check('p', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
         elif _chk and not 0 <= src <= 18446744073709551615: _check('p', src, 'src')
-        _rc = _fn(dst, src)
+        try:
+            _rc = _fn(dst, src)
+        except _AE as _e:
+            raise TypeError('cuStreamCopyAttributes: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamCopyAttributes')
 
@@ -11360,7 +12891,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
             Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
             _v = _f1(Flags)
             if _v == _S:
                 _rc = _last()
@@ -11370,6 +12901,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
 
         return cuStreamCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -11379,12 +12911,15 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
         Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, Flags)
+        try:
+            _rc = _fn(_o0, Flags)
+        except _AE as _e:
+            raise TypeError('cuStreamCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamCreate')
         return _o0[0]
@@ -11403,8 +12938,8 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
             Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-            if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
             _v = _f1(flags, priority)
             if _v == _S:
                 _rc = _last()
@@ -11414,6 +12949,7 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
 
         return cuStreamCreateWithPriority
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -11423,13 +12959,16 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
         Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        if _chk and (priority.__class__ is not int or not -2147483648 <= priority <= 2147483647): _check('i', priority, 'priority')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, flags, priority)
+        try:
+            _rc = _fn(_o0, flags, priority)
+        except _AE as _e:
+            raise TypeError('cuStreamCreateWithPriority: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamCreateWithPriority')
         return _o0[0]
@@ -11438,6 +12977,7 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
 
 
 def _mk_cuStreamDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamDestroy(hStream):
         """cuStreamDestroy(hStream) -> None
@@ -11447,7 +12987,10 @@ def _mk_cuStreamDestroy(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(hStream)
+        try:
+            _rc = _fn(hStream)
+        except _AE as _e:
+            raise TypeError('cuStreamDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamDestroy')
 
@@ -11476,6 +13019,7 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
 
         return cuStreamEndCapture
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -11491,7 +13035,10 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamEndCapture: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamEndCapture')
         return _o0[0]
@@ -11500,6 +13047,7 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamGetAttribute(hStream, attr, value_out):
         """cuStreamGetAttribute(hStream, attr, value_out) -> None
@@ -11509,10 +13057,13 @@ def _mk_cuStreamGetAttribute(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value_out.__class__ is not int: value_out, _k2 = _address(value_out)
         elif _chk and not 0 <= value_out <= 18446744073709551615: _check('p', value_out, 'value_out')
-        _rc = _fn(hStream, attr, value_out)
+        try:
+            _rc = _fn(hStream, attr, value_out)
+        except _AE as _e:
+            raise TypeError('cuStreamGetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetAttribute')
 
@@ -11520,6 +13071,7 @@ def _mk_cuStreamGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetCaptureInfo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['Q']
     _n2 = _b.out_types['p']
@@ -11542,7 +13094,10 @@ def _mk_cuStreamGetCaptureInfo(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1(), _n2(), _n3(), _n4(), _n5())
             _o0, _o1, _o2, _o3, _o4, _o5 = _tls.o
-        _rc = _fn(hStream, _o0, _o1, _o2, _o3, _o4, _o5)
+        try:
+            _rc = _fn(hStream, _o0, _o1, _o2, _o3, _o4, _o5)
+        except _AE as _e:
+            raise TypeError('cuStreamGetCaptureInfo: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetCaptureInfo')
         return (_o0[0], _o1[0], _o2[0], _o3[0], _o4[0], _o5[0])
@@ -11572,6 +13127,7 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
 
         return cuStreamGetCtx
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -11587,7 +13143,10 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamGetCtx: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetCtx')
         return _o0[0]
@@ -11596,6 +13155,7 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _n1 = _b.out_types['p']
     _tls = _local()
@@ -11614,7 +13174,10 @@ def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(hStream, _o0, _o1)
+        try:
+            _rc = _fn(hStream, _o0, _o1)
+        except _AE as _e:
+            raise TypeError('cuStreamGetCtx_v2: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetCtx_v2')
         return (_o0[0], _o1[0])
@@ -11644,6 +13207,7 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
 
         return cuStreamGetDevice
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -11659,7 +13223,10 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamGetDevice: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetDevice')
         return _o0[0]
@@ -11689,6 +13256,7 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
 
         return cuStreamGetFlags
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -11704,7 +13272,10 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamGetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetFlags')
         return _o0[0]
@@ -11734,6 +13305,7 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
 
         return cuStreamGetGreenCtx
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -11749,7 +13321,10 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamGetGreenCtx: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetGreenCtx')
         return _o0[0]
@@ -11779,6 +13354,7 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
 
         return cuStreamGetId
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -11794,7 +13370,10 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamGetId: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetId')
         return _o0[0]
@@ -11824,6 +13403,7 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
 
         return cuStreamGetPriority
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -11839,7 +13419,10 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamGetPriority: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamGetPriority')
         return _o0[0]
@@ -11869,6 +13452,7 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
 
         return cuStreamIsCapturing
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -11884,7 +13468,10 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hStream, _o0)
+        try:
+            _rc = _fn(hStream, _o0)
+        except _AE as _e:
+            raise TypeError('cuStreamIsCapturing: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamIsCapturing')
         return _o0[0]
@@ -11893,6 +13480,7 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
 
 
 def _mk_cuStreamQuery(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamQuery(hStream):
         """cuStreamQuery(hStream) -> None
@@ -11902,7 +13490,10 @@ def _mk_cuStreamQuery(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(hStream)
+        try:
+            _rc = _fn(hStream)
+        except _AE as _e:
+            raise TypeError('cuStreamQuery: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamQuery')
 
@@ -11910,6 +13501,7 @@ def _mk_cuStreamQuery(_fn, _b, _chk):
 
 
 def _mk_cuStreamSetAttribute(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamSetAttribute(hStream, attr, value):
         """cuStreamSetAttribute(hStream, attr, value) -> None
@@ -11919,10 +13511,13 @@ def _mk_cuStreamSetAttribute(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and (attr.__class__ is not int or not 0 <= attr <= 4294967295): _check('I', attr, 'attr')
+        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        _rc = _fn(hStream, attr, value)
+        try:
+            _rc = _fn(hStream, attr, value)
+        except _AE as _e:
+            raise TypeError('cuStreamSetAttribute: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamSetAttribute')
 
@@ -11930,6 +13525,7 @@ def _mk_cuStreamSetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuStreamSynchronize(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamSynchronize(hStream):
         """cuStreamSynchronize(hStream) -> None
@@ -11939,7 +13535,10 @@ def _mk_cuStreamSynchronize(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        _rc = _fn(hStream)
+        try:
+            _rc = _fn(hStream)
+        except _AE as _e:
+            raise TypeError('cuStreamSynchronize: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamSynchronize')
 
@@ -11947,6 +13546,7 @@ def _mk_cuStreamSynchronize(_fn, _b, _chk):
 
 
 def _mk_cuStreamUpdateCaptureDependencies(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamUpdateCaptureDependencies(hStream, dependencies, dependencyData, numDependencies, flags):
         """cuStreamUpdateCaptureDependencies(hStream, dependencies, dependencyData, numDependencies, flags) -> None
@@ -11960,9 +13560,12 @@ def _mk_cuStreamUpdateCaptureDependencies(_fn, _b, _chk):
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k2 = _address(dependencyData)
         elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-        if _chk and (numDependencies.__class__ is not int or not 0 <= numDependencies <= 18446744073709551615): _check('z', numDependencies, 'numDependencies')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(hStream, dependencies, dependencyData, numDependencies, flags)
+        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(hStream, dependencies, dependencyData, numDependencies, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamUpdateCaptureDependencies: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamUpdateCaptureDependencies')
 
@@ -11970,6 +13573,7 @@ def _mk_cuStreamUpdateCaptureDependencies(_fn, _b, _chk):
 
 
 def _mk_cuStreamWaitEvent(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamWaitEvent(hStream, hEvent, Flags):
         """cuStreamWaitEvent(hStream, hEvent, Flags) -> None
@@ -11981,8 +13585,11 @@ def _mk_cuStreamWaitEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(hStream, hEvent, Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(hStream, hEvent, Flags)
+        except _AE as _e:
+            raise TypeError('cuStreamWaitEvent: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamWaitEvent')
 
@@ -11990,6 +13597,7 @@ def _mk_cuStreamWaitEvent(_fn, _b, _chk):
 
 
 def _mk_cuStreamWaitValue32(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamWaitValue32(stream, addr, value, flags):
         """cuStreamWaitValue32(stream, addr, value, flags) -> None
@@ -12001,9 +13609,12 @@ def _mk_cuStreamWaitValue32(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and (value.__class__ is not int or not 0 <= value <= 4294967295): _check('I', value, 'value')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(stream, addr, value, flags)
+        if _chk and not 0 <= value <= 4294967295: _check('I', value, 'value')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(stream, addr, value, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamWaitValue32: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamWaitValue32')
 
@@ -12011,6 +13622,7 @@ def _mk_cuStreamWaitValue32(_fn, _b, _chk):
 
 
 def _mk_cuStreamWaitValue64(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamWaitValue64(stream, addr, value, flags):
         """cuStreamWaitValue64(stream, addr, value, flags) -> None
@@ -12022,9 +13634,12 @@ def _mk_cuStreamWaitValue64(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and (value.__class__ is not int or not 0 <= value <= 18446744073709551615): _check('Q', value, 'value')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(stream, addr, value, flags)
+        if _chk and not 0 <= value <= 18446744073709551615: _check('Q', value, 'value')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(stream, addr, value, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamWaitValue64: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamWaitValue64')
 
@@ -12032,6 +13647,7 @@ def _mk_cuStreamWaitValue64(_fn, _b, _chk):
 
 
 def _mk_cuStreamWriteValue32(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamWriteValue32(stream, addr, value, flags):
         """cuStreamWriteValue32(stream, addr, value, flags) -> None
@@ -12043,9 +13659,12 @@ def _mk_cuStreamWriteValue32(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and (value.__class__ is not int or not 0 <= value <= 4294967295): _check('I', value, 'value')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(stream, addr, value, flags)
+        if _chk and not 0 <= value <= 4294967295: _check('I', value, 'value')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(stream, addr, value, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamWriteValue32: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamWriteValue32')
 
@@ -12053,6 +13672,7 @@ def _mk_cuStreamWriteValue32(_fn, _b, _chk):
 
 
 def _mk_cuStreamWriteValue64(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuStreamWriteValue64(stream, addr, value, flags):
         """cuStreamWriteValue64(stream, addr, value, flags) -> None
@@ -12064,9 +13684,12 @@ def _mk_cuStreamWriteValue64(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and (value.__class__ is not int or not 0 <= value <= 18446744073709551615): _check('Q', value, 'value')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
-        _rc = _fn(stream, addr, value, flags)
+        if _chk and not 0 <= value <= 18446744073709551615: _check('Q', value, 'value')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        try:
+            _rc = _fn(stream, addr, value, flags)
+        except _AE as _e:
+            raise TypeError('cuStreamWriteValue64: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuStreamWriteValue64')
 
@@ -12095,6 +13718,7 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
 
         return cuSurfObjectCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -12110,7 +13734,10 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pResDesc)
+        try:
+            _rc = _fn(_o0, pResDesc)
+        except _AE as _e:
+            raise TypeError('cuSurfObjectCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuSurfObjectCreate')
         return _o0[0]
@@ -12119,6 +13746,7 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
 
 
 def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuSurfObjectDestroy(surfObject):
         """cuSurfObjectDestroy(surfObject) -> None
@@ -12126,8 +13754,11 @@ def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
         Calls the driver's cuSurfObjectDestroy (ABI version 5000): CUresult cuSurfObjectDestroy(CUsurfObject surfObject).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (surfObject.__class__ is not int or not 0 <= surfObject <= 18446744073709551615): _check('Q', surfObject, 'surfObject')
-        _rc = _fn(surfObject)
+        if _chk and not 0 <= surfObject <= 18446744073709551615: _check('Q', surfObject, 'surfObject')
+        try:
+            _rc = _fn(surfObject)
+        except _AE as _e:
+            raise TypeError('cuSurfObjectDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuSurfObjectDestroy')
 
@@ -12135,6 +13766,7 @@ def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
 
 
 def _mk_cuSurfObjectGetResourceDesc(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuSurfObjectGetResourceDesc(pResDesc, surfObject):
         """cuSurfObjectGetResourceDesc(pResDesc, surfObject) -> None
@@ -12144,8 +13776,11 @@ def _mk_cuSurfObjectGetResourceDesc(_fn, _b, _chk):
         """
         if pResDesc.__class__ is not int: pResDesc, _k0 = _address(pResDesc)
         elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
-        if _chk and (surfObject.__class__ is not int or not 0 <= surfObject <= 18446744073709551615): _check('Q', surfObject, 'surfObject')
-        _rc = _fn(pResDesc, surfObject)
+        if _chk and not 0 <= surfObject <= 18446744073709551615: _check('Q', surfObject, 'surfObject')
+        try:
+            _rc = _fn(pResDesc, surfObject)
+        except _AE as _e:
+            raise TypeError('cuSurfObjectGetResourceDesc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuSurfObjectGetResourceDesc')
 
@@ -12174,6 +13809,7 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
 
         return cuSurfRefGetArray
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -12189,7 +13825,10 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hSurfRef)
+        try:
+            _rc = _fn(_o0, hSurfRef)
+        except _AE as _e:
+            raise TypeError('cuSurfRefGetArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuSurfRefGetArray')
         return _o0[0]
@@ -12198,6 +13837,7 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
 
 
 def _mk_cuSurfRefSetArray(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuSurfRefSetArray(hSurfRef, hArray, Flags):
         """cuSurfRefSetArray(hSurfRef, hArray, Flags) -> None
@@ -12209,8 +13849,11 @@ def _mk_cuSurfRefSetArray(_fn, _b, _chk):
         elif _chk and not 0 <= hSurfRef <= 18446744073709551615: _check('p', hSurfRef, 'hSurfRef')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(hSurfRef, hArray, Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(hSurfRef, hArray, Flags)
+        except _AE as _e:
+            raise TypeError('cuSurfRefSetArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuSurfRefSetArray')
 
@@ -12218,6 +13861,7 @@ def _mk_cuSurfRefSetArray(_fn, _b, _chk):
 
 
 def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTensorMapEncodeIm2col(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill):
         """cuTensorMapEncodeIm2col(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill) -> None
@@ -12227,8 +13871,8 @@ def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
-        if _chk and (tensorDataType.__class__ is not int or not 0 <= tensorDataType <= 4294967295): _check('I', tensorDataType, 'tensorDataType')
-        if _chk and (tensorRank.__class__ is not int or not 0 <= tensorRank <= 4294967295): _check('I', tensorRank, 'tensorRank')
+        if _chk and not 0 <= tensorDataType <= 4294967295: _check('I', tensorDataType, 'tensorDataType')
+        if _chk and not 0 <= tensorRank <= 4294967295: _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
@@ -12239,15 +13883,18 @@ def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
         elif _chk and not 0 <= pixelBoxLowerCorner <= 18446744073709551615: _check('p', pixelBoxLowerCorner, 'pixelBoxLowerCorner')
         if pixelBoxUpperCorner.__class__ is not int: pixelBoxUpperCorner, _k7 = _address(pixelBoxUpperCorner)
         elif _chk and not 0 <= pixelBoxUpperCorner <= 18446744073709551615: _check('p', pixelBoxUpperCorner, 'pixelBoxUpperCorner')
-        if _chk and (channelsPerPixel.__class__ is not int or not 0 <= channelsPerPixel <= 4294967295): _check('I', channelsPerPixel, 'channelsPerPixel')
-        if _chk and (pixelsPerColumn.__class__ is not int or not 0 <= pixelsPerColumn <= 4294967295): _check('I', pixelsPerColumn, 'pixelsPerColumn')
+        if _chk and not 0 <= channelsPerPixel <= 4294967295: _check('I', channelsPerPixel, 'channelsPerPixel')
+        if _chk and not 0 <= pixelsPerColumn <= 4294967295: _check('I', pixelsPerColumn, 'pixelsPerColumn')
         if elementStrides.__class__ is not int: elementStrides, _k10 = _address(elementStrides)
         elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
-        if _chk and (interleave.__class__ is not int or not 0 <= interleave <= 4294967295): _check('I', interleave, 'interleave')
-        if _chk and (swizzle.__class__ is not int or not 0 <= swizzle <= 4294967295): _check('I', swizzle, 'swizzle')
-        if _chk and (l2Promotion.__class__ is not int or not 0 <= l2Promotion <= 4294967295): _check('I', l2Promotion, 'l2Promotion')
-        if _chk and (oobFill.__class__ is not int or not 0 <= oobFill <= 4294967295): _check('I', oobFill, 'oobFill')
-        _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill)
+        if _chk and not 0 <= interleave <= 4294967295: _check('I', interleave, 'interleave')
+        if _chk and not 0 <= swizzle <= 4294967295: _check('I', swizzle, 'swizzle')
+        if _chk and not 0 <= l2Promotion <= 4294967295: _check('I', l2Promotion, 'l2Promotion')
+        if _chk and not 0 <= oobFill <= 4294967295: _check('I', oobFill, 'oobFill')
+        try:
+            _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill)
+        except _AE as _e:
+            raise TypeError('cuTensorMapEncodeIm2col: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTensorMapEncodeIm2col')
 
@@ -12255,6 +13902,7 @@ def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
 
 
 def _mk_cuTensorMapEncodeIm2colWide(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTensorMapEncodeIm2colWide(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill):
         """cuTensorMapEncodeIm2colWide(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill) -> None
@@ -12264,26 +13912,29 @@ def _mk_cuTensorMapEncodeIm2colWide(_fn, _b, _chk):
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
-        if _chk and (tensorDataType.__class__ is not int or not 0 <= tensorDataType <= 4294967295): _check('I', tensorDataType, 'tensorDataType')
-        if _chk and (tensorRank.__class__ is not int or not 0 <= tensorRank <= 4294967295): _check('I', tensorRank, 'tensorRank')
+        if _chk and not 0 <= tensorDataType <= 4294967295: _check('I', tensorDataType, 'tensorDataType')
+        if _chk and not 0 <= tensorRank <= 4294967295: _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
         elif _chk and not 0 <= globalDim <= 18446744073709551615: _check('p', globalDim, 'globalDim')
         if globalStrides.__class__ is not int: globalStrides, _k5 = _address(globalStrides)
         elif _chk and not 0 <= globalStrides <= 18446744073709551615: _check('p', globalStrides, 'globalStrides')
-        if _chk and (pixelBoxLowerCornerWidth.__class__ is not int or not -2147483648 <= pixelBoxLowerCornerWidth <= 2147483647): _check('i', pixelBoxLowerCornerWidth, 'pixelBoxLowerCornerWidth')
-        if _chk and (pixelBoxUpperCornerWidth.__class__ is not int or not -2147483648 <= pixelBoxUpperCornerWidth <= 2147483647): _check('i', pixelBoxUpperCornerWidth, 'pixelBoxUpperCornerWidth')
-        if _chk and (channelsPerPixel.__class__ is not int or not 0 <= channelsPerPixel <= 4294967295): _check('I', channelsPerPixel, 'channelsPerPixel')
-        if _chk and (pixelsPerColumn.__class__ is not int or not 0 <= pixelsPerColumn <= 4294967295): _check('I', pixelsPerColumn, 'pixelsPerColumn')
+        if _chk and not -2147483648 <= pixelBoxLowerCornerWidth <= 2147483647: _check('i', pixelBoxLowerCornerWidth, 'pixelBoxLowerCornerWidth')
+        if _chk and not -2147483648 <= pixelBoxUpperCornerWidth <= 2147483647: _check('i', pixelBoxUpperCornerWidth, 'pixelBoxUpperCornerWidth')
+        if _chk and not 0 <= channelsPerPixel <= 4294967295: _check('I', channelsPerPixel, 'channelsPerPixel')
+        if _chk and not 0 <= pixelsPerColumn <= 4294967295: _check('I', pixelsPerColumn, 'pixelsPerColumn')
         if elementStrides.__class__ is not int: elementStrides, _k10 = _address(elementStrides)
         elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
-        if _chk and (interleave.__class__ is not int or not 0 <= interleave <= 4294967295): _check('I', interleave, 'interleave')
-        if _chk and (mode.__class__ is not int or not 0 <= mode <= 4294967295): _check('I', mode, 'mode')
-        if _chk and (swizzle.__class__ is not int or not 0 <= swizzle <= 4294967295): _check('I', swizzle, 'swizzle')
-        if _chk and (l2Promotion.__class__ is not int or not 0 <= l2Promotion <= 4294967295): _check('I', l2Promotion, 'l2Promotion')
-        if _chk and (oobFill.__class__ is not int or not 0 <= oobFill <= 4294967295): _check('I', oobFill, 'oobFill')
-        _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill)
+        if _chk and not 0 <= interleave <= 4294967295: _check('I', interleave, 'interleave')
+        if _chk and not 0 <= mode <= 4294967295: _check('I', mode, 'mode')
+        if _chk and not 0 <= swizzle <= 4294967295: _check('I', swizzle, 'swizzle')
+        if _chk and not 0 <= l2Promotion <= 4294967295: _check('I', l2Promotion, 'l2Promotion')
+        if _chk and not 0 <= oobFill <= 4294967295: _check('I', oobFill, 'oobFill')
+        try:
+            _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill)
+        except _AE as _e:
+            raise TypeError('cuTensorMapEncodeIm2colWide: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTensorMapEncodeIm2colWide')
 
@@ -12291,6 +13942,7 @@ def _mk_cuTensorMapEncodeIm2colWide(_fn, _b, _chk):
 
 
 def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTensorMapEncodeTiled(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill):
         """cuTensorMapEncodeTiled(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill) -> None
@@ -12300,8 +13952,8 @@ def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
-        if _chk and (tensorDataType.__class__ is not int or not 0 <= tensorDataType <= 4294967295): _check('I', tensorDataType, 'tensorDataType')
-        if _chk and (tensorRank.__class__ is not int or not 0 <= tensorRank <= 4294967295): _check('I', tensorRank, 'tensorRank')
+        if _chk and not 0 <= tensorDataType <= 4294967295: _check('I', tensorDataType, 'tensorDataType')
+        if _chk and not 0 <= tensorRank <= 4294967295: _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
@@ -12312,11 +13964,14 @@ def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
         elif _chk and not 0 <= boxDim <= 18446744073709551615: _check('p', boxDim, 'boxDim')
         if elementStrides.__class__ is not int: elementStrides, _k7 = _address(elementStrides)
         elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
-        if _chk and (interleave.__class__ is not int or not 0 <= interleave <= 4294967295): _check('I', interleave, 'interleave')
-        if _chk and (swizzle.__class__ is not int or not 0 <= swizzle <= 4294967295): _check('I', swizzle, 'swizzle')
-        if _chk and (l2Promotion.__class__ is not int or not 0 <= l2Promotion <= 4294967295): _check('I', l2Promotion, 'l2Promotion')
-        if _chk and (oobFill.__class__ is not int or not 0 <= oobFill <= 4294967295): _check('I', oobFill, 'oobFill')
-        _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill)
+        if _chk and not 0 <= interleave <= 4294967295: _check('I', interleave, 'interleave')
+        if _chk and not 0 <= swizzle <= 4294967295: _check('I', swizzle, 'swizzle')
+        if _chk and not 0 <= l2Promotion <= 4294967295: _check('I', l2Promotion, 'l2Promotion')
+        if _chk and not 0 <= oobFill <= 4294967295: _check('I', oobFill, 'oobFill')
+        try:
+            _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill)
+        except _AE as _e:
+            raise TypeError('cuTensorMapEncodeTiled: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTensorMapEncodeTiled')
 
@@ -12324,6 +13979,7 @@ def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
 
 
 def _mk_cuTensorMapReplaceAddress(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTensorMapReplaceAddress(tensorMap, globalAddress):
         """cuTensorMapReplaceAddress(tensorMap, globalAddress) -> None
@@ -12335,7 +13991,10 @@ def _mk_cuTensorMapReplaceAddress(_fn, _b, _chk):
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
         if globalAddress.__class__ is not int: globalAddress, _k1 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
-        _rc = _fn(tensorMap, globalAddress)
+        try:
+            _rc = _fn(tensorMap, globalAddress)
+        except _AE as _e:
+            raise TypeError('cuTensorMapReplaceAddress: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTensorMapReplaceAddress')
 
@@ -12368,6 +14027,7 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
 
         return cuTexObjectCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -12387,7 +14047,10 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, pResDesc, pTexDesc, pResViewDesc)
+        try:
+            _rc = _fn(_o0, pResDesc, pTexDesc, pResViewDesc)
+        except _AE as _e:
+            raise TypeError('cuTexObjectCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexObjectCreate')
         return _o0[0]
@@ -12396,6 +14059,7 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
 
 
 def _mk_cuTexObjectDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexObjectDestroy(texObject):
         """cuTexObjectDestroy(texObject) -> None
@@ -12403,8 +14067,11 @@ def _mk_cuTexObjectDestroy(_fn, _b, _chk):
         Calls the driver's cuTexObjectDestroy (ABI version 5000): CUresult cuTexObjectDestroy(CUtexObject texObject).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
-        _rc = _fn(texObject)
+        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        try:
+            _rc = _fn(texObject)
+        except _AE as _e:
+            raise TypeError('cuTexObjectDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexObjectDestroy')
 
@@ -12412,6 +14079,7 @@ def _mk_cuTexObjectDestroy(_fn, _b, _chk):
 
 
 def _mk_cuTexObjectGetResourceDesc(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexObjectGetResourceDesc(pResDesc, texObject):
         """cuTexObjectGetResourceDesc(pResDesc, texObject) -> None
@@ -12421,8 +14089,11 @@ def _mk_cuTexObjectGetResourceDesc(_fn, _b, _chk):
         """
         if pResDesc.__class__ is not int: pResDesc, _k0 = _address(pResDesc)
         elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
-        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
-        _rc = _fn(pResDesc, texObject)
+        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        try:
+            _rc = _fn(pResDesc, texObject)
+        except _AE as _e:
+            raise TypeError('cuTexObjectGetResourceDesc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexObjectGetResourceDesc')
 
@@ -12430,6 +14101,7 @@ def _mk_cuTexObjectGetResourceDesc(_fn, _b, _chk):
 
 
 def _mk_cuTexObjectGetResourceViewDesc(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexObjectGetResourceViewDesc(pResViewDesc, texObject):
         """cuTexObjectGetResourceViewDesc(pResViewDesc, texObject) -> None
@@ -12439,8 +14111,11 @@ def _mk_cuTexObjectGetResourceViewDesc(_fn, _b, _chk):
         """
         if pResViewDesc.__class__ is not int: pResViewDesc, _k0 = _address(pResViewDesc)
         elif _chk and not 0 <= pResViewDesc <= 18446744073709551615: _check('p', pResViewDesc, 'pResViewDesc')
-        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
-        _rc = _fn(pResViewDesc, texObject)
+        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        try:
+            _rc = _fn(pResViewDesc, texObject)
+        except _AE as _e:
+            raise TypeError('cuTexObjectGetResourceViewDesc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexObjectGetResourceViewDesc')
 
@@ -12448,6 +14123,7 @@ def _mk_cuTexObjectGetResourceViewDesc(_fn, _b, _chk):
 
 
 def _mk_cuTexObjectGetTextureDesc(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexObjectGetTextureDesc(pTexDesc, texObject):
         """cuTexObjectGetTextureDesc(pTexDesc, texObject) -> None
@@ -12457,8 +14133,11 @@ def _mk_cuTexObjectGetTextureDesc(_fn, _b, _chk):
         """
         if pTexDesc.__class__ is not int: pTexDesc, _k0 = _address(pTexDesc)
         elif _chk and not 0 <= pTexDesc <= 18446744073709551615: _check('p', pTexDesc, 'pTexDesc')
-        if _chk and (texObject.__class__ is not int or not 0 <= texObject <= 18446744073709551615): _check('Q', texObject, 'texObject')
-        _rc = _fn(pTexDesc, texObject)
+        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        try:
+            _rc = _fn(pTexDesc, texObject)
+        except _AE as _e:
+            raise TypeError('cuTexObjectGetTextureDesc: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexObjectGetTextureDesc')
 
@@ -12485,6 +14164,7 @@ def _mk_cuTexRefCreate(_fn, _b, _chk):
 
         return cuTexRefCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -12498,7 +14178,10 @@ def _mk_cuTexRefCreate(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuTexRefCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefCreate')
         return _o0[0]
@@ -12507,6 +14190,7 @@ def _mk_cuTexRefCreate(_fn, _b, _chk):
 
 
 def _mk_cuTexRefDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefDestroy(hTexRef):
         """cuTexRefDestroy(hTexRef) -> None
@@ -12516,7 +14200,10 @@ def _mk_cuTexRefDestroy(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        _rc = _fn(hTexRef)
+        try:
+            _rc = _fn(hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefDestroy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefDestroy')
 
@@ -12545,6 +14232,7 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
 
         return cuTexRefGetAddress
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _local()
 
@@ -12560,7 +14248,10 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetAddress: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetAddress')
         return _o0[0]
@@ -12581,7 +14272,7 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
             """
             if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
             elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            if _chk and (dim.__class__ is not int or not -2147483648 <= dim <= 2147483647): _check('i', dim, 'dim')
+            if _chk and not -2147483648 <= dim <= 2147483647: _check('i', dim, 'dim')
             _v = _f1(hTexRef, dim)
             if _v == _S:
                 _rc = _last()
@@ -12591,6 +14282,7 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
 
         return cuTexRefGetAddressMode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -12602,12 +14294,15 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (dim.__class__ is not int or not -2147483648 <= dim <= 2147483647): _check('i', dim, 'dim')
+        if _chk and not -2147483648 <= dim <= 2147483647: _check('i', dim, 'dim')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef, dim)
+        try:
+            _rc = _fn(_o0, hTexRef, dim)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetAddressMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetAddressMode')
         return _o0[0]
@@ -12637,6 +14332,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
 
         return cuTexRefGetArray
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -12652,7 +14348,10 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetArray')
         return _o0[0]
@@ -12661,6 +14360,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
     _tls = _local()
 
@@ -12676,7 +14376,10 @@ def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetBorderColor: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetBorderColor')
         return _o0[0]
@@ -12706,6 +14409,7 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
 
         return cuTexRefGetFilterMode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -12721,7 +14425,10 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetFilterMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetFilterMode')
         return _o0[0]
@@ -12751,6 +14458,7 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
 
         return cuTexRefGetFlags
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -12766,7 +14474,10 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetFlags')
         return _o0[0]
@@ -12775,6 +14486,7 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetFormat(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['i']
     _tls = _local()
@@ -12793,7 +14505,10 @@ def _mk_cuTexRefGetFormat(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, hTexRef)
+        try:
+            _rc = _fn(_o0, _o1, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetFormat: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetFormat')
         return (_o0[0], _o1[0])
@@ -12823,6 +14538,7 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
 
         return cuTexRefGetMaxAnisotropy
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _local()
 
@@ -12838,7 +14554,10 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetMaxAnisotropy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetMaxAnisotropy')
         return _o0[0]
@@ -12868,6 +14587,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
 
         return cuTexRefGetMipmapFilterMode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -12883,7 +14603,10 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetMipmapFilterMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetMipmapFilterMode')
         return _o0[0]
@@ -12892,6 +14615,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
     _tls = _local()
 
@@ -12907,7 +14631,10 @@ def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetMipmapLevelBias: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetMipmapLevelBias')
         return _o0[0]
@@ -12916,6 +14643,7 @@ def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMipmapLevelClamp(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
     _n1 = _b.out_types['f']
     _tls = _local()
@@ -12934,7 +14662,10 @@ def _mk_cuTexRefGetMipmapLevelClamp(_fn, _b, _chk):
         except AttributeError:
             _tls.o = (_n0(), _n1())
             _o0, _o1 = _tls.o
-        _rc = _fn(_o0, _o1, hTexRef)
+        try:
+            _rc = _fn(_o0, _o1, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetMipmapLevelClamp: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetMipmapLevelClamp')
         return (_o0[0], _o1[0])
@@ -12964,6 +14695,7 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
 
         return cuTexRefGetMipmappedArray
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -12979,7 +14711,10 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef)
+        try:
+            _rc = _fn(_o0, hTexRef)
+        except _AE as _e:
+            raise TypeError('cuTexRefGetMipmappedArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefGetMipmappedArray')
         return _o0[0]
@@ -13002,7 +14737,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
             elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
             if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
             elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-            if _chk and (bytes.__class__ is not int or not 0 <= bytes <= 18446744073709551615): _check('z', bytes, 'bytes')
+            if _chk and not 0 <= bytes <= 18446744073709551615: _check('z', bytes, 'bytes')
             _v = _f1(hTexRef, dptr, bytes)
             if _v == _S:
                 _rc = _last()
@@ -13012,6 +14747,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
 
         return cuTexRefSetAddress
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _local()
 
@@ -13025,12 +14761,15 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and (bytes.__class__ is not int or not 0 <= bytes <= 18446744073709551615): _check('z', bytes, 'bytes')
+        if _chk and not 0 <= bytes <= 18446744073709551615: _check('z', bytes, 'bytes')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, hTexRef, dptr, bytes)
+        try:
+            _rc = _fn(_o0, hTexRef, dptr, bytes)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetAddress: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetAddress')
         return _o0[0]
@@ -13039,6 +14778,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetAddress2D(hTexRef, desc, dptr, Pitch):
         """cuTexRefSetAddress2D(hTexRef, desc, dptr, Pitch) -> None
@@ -13052,8 +14792,11 @@ def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
         elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and (Pitch.__class__ is not int or not 0 <= Pitch <= 18446744073709551615): _check('z', Pitch, 'Pitch')
-        _rc = _fn(hTexRef, desc, dptr, Pitch)
+        if _chk and not 0 <= Pitch <= 18446744073709551615: _check('z', Pitch, 'Pitch')
+        try:
+            _rc = _fn(hTexRef, desc, dptr, Pitch)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetAddress2D: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetAddress2D')
 
@@ -13061,6 +14804,7 @@ def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetAddressMode(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetAddressMode(hTexRef, dim, am):
         """cuTexRefSetAddressMode(hTexRef, dim, am) -> None
@@ -13070,9 +14814,12 @@ def _mk_cuTexRefSetAddressMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (dim.__class__ is not int or not -2147483648 <= dim <= 2147483647): _check('i', dim, 'dim')
-        if _chk and (am.__class__ is not int or not 0 <= am <= 4294967295): _check('I', am, 'am')
-        _rc = _fn(hTexRef, dim, am)
+        if _chk and not -2147483648 <= dim <= 2147483647: _check('i', dim, 'dim')
+        if _chk and not 0 <= am <= 4294967295: _check('I', am, 'am')
+        try:
+            _rc = _fn(hTexRef, dim, am)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetAddressMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetAddressMode')
 
@@ -13080,6 +14827,7 @@ def _mk_cuTexRefSetAddressMode(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetArray(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetArray(hTexRef, hArray, Flags):
         """cuTexRefSetArray(hTexRef, hArray, Flags) -> None
@@ -13091,8 +14839,11 @@ def _mk_cuTexRefSetArray(_fn, _b, _chk):
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(hTexRef, hArray, Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(hTexRef, hArray, Flags)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetArray')
 
@@ -13100,6 +14851,7 @@ def _mk_cuTexRefSetArray(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetBorderColor(_fn, _b, _chk):
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
     _tls = _local()
 
@@ -13115,7 +14867,10 @@ def _mk_cuTexRefSetBorderColor(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(hTexRef, _o0)
+        try:
+            _rc = _fn(hTexRef, _o0)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetBorderColor: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetBorderColor')
         return _o0[0]
@@ -13124,6 +14879,7 @@ def _mk_cuTexRefSetBorderColor(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetFilterMode(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetFilterMode(hTexRef, fm):
         """cuTexRefSetFilterMode(hTexRef, fm) -> None
@@ -13133,8 +14889,11 @@ def _mk_cuTexRefSetFilterMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (fm.__class__ is not int or not 0 <= fm <= 4294967295): _check('I', fm, 'fm')
-        _rc = _fn(hTexRef, fm)
+        if _chk and not 0 <= fm <= 4294967295: _check('I', fm, 'fm')
+        try:
+            _rc = _fn(hTexRef, fm)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetFilterMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetFilterMode')
 
@@ -13142,6 +14901,7 @@ def _mk_cuTexRefSetFilterMode(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetFlags(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetFlags(hTexRef, Flags):
         """cuTexRefSetFlags(hTexRef, Flags) -> None
@@ -13151,8 +14911,11 @@ def _mk_cuTexRefSetFlags(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(hTexRef, Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(hTexRef, Flags)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetFlags: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetFlags')
 
@@ -13160,6 +14923,7 @@ def _mk_cuTexRefSetFlags(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetFormat(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetFormat(hTexRef, fmt, NumPackedComponents):
         """cuTexRefSetFormat(hTexRef, fmt, NumPackedComponents) -> None
@@ -13169,9 +14933,12 @@ def _mk_cuTexRefSetFormat(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (fmt.__class__ is not int or not 0 <= fmt <= 4294967295): _check('I', fmt, 'fmt')
-        if _chk and (NumPackedComponents.__class__ is not int or not -2147483648 <= NumPackedComponents <= 2147483647): _check('i', NumPackedComponents, 'NumPackedComponents')
-        _rc = _fn(hTexRef, fmt, NumPackedComponents)
+        if _chk and not 0 <= fmt <= 4294967295: _check('I', fmt, 'fmt')
+        if _chk and not -2147483648 <= NumPackedComponents <= 2147483647: _check('i', NumPackedComponents, 'NumPackedComponents')
+        try:
+            _rc = _fn(hTexRef, fmt, NumPackedComponents)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetFormat: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetFormat')
 
@@ -13179,6 +14946,7 @@ def _mk_cuTexRefSetFormat(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetMaxAnisotropy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetMaxAnisotropy(hTexRef, maxAniso):
         """cuTexRefSetMaxAnisotropy(hTexRef, maxAniso) -> None
@@ -13188,8 +14956,11 @@ def _mk_cuTexRefSetMaxAnisotropy(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (maxAniso.__class__ is not int or not 0 <= maxAniso <= 4294967295): _check('I', maxAniso, 'maxAniso')
-        _rc = _fn(hTexRef, maxAniso)
+        if _chk and not 0 <= maxAniso <= 4294967295: _check('I', maxAniso, 'maxAniso')
+        try:
+            _rc = _fn(hTexRef, maxAniso)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetMaxAnisotropy: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetMaxAnisotropy')
 
@@ -13197,6 +14968,7 @@ def _mk_cuTexRefSetMaxAnisotropy(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetMipmapFilterMode(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetMipmapFilterMode(hTexRef, fm):
         """cuTexRefSetMipmapFilterMode(hTexRef, fm) -> None
@@ -13206,8 +14978,11 @@ def _mk_cuTexRefSetMipmapFilterMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and (fm.__class__ is not int or not 0 <= fm <= 4294967295): _check('I', fm, 'fm')
-        _rc = _fn(hTexRef, fm)
+        if _chk and not 0 <= fm <= 4294967295: _check('I', fm, 'fm')
+        try:
+            _rc = _fn(hTexRef, fm)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetMipmapFilterMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetMipmapFilterMode')
 
@@ -13215,6 +14990,7 @@ def _mk_cuTexRefSetMipmapFilterMode(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetMipmapLevelBias(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetMipmapLevelBias(hTexRef, bias):
         """cuTexRefSetMipmapLevelBias(hTexRef, bias) -> None
@@ -13224,8 +15000,10 @@ def _mk_cuTexRefSetMipmapLevelBias(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('f', bias, 'bias')
-        _rc = _fn(hTexRef, bias)
+        try:
+            _rc = _fn(hTexRef, bias)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetMipmapLevelBias: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetMipmapLevelBias')
 
@@ -13233,6 +15011,7 @@ def _mk_cuTexRefSetMipmapLevelBias(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetMipmapLevelClamp(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetMipmapLevelClamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp):
         """cuTexRefSetMipmapLevelClamp(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp) -> None
@@ -13242,9 +15021,10 @@ def _mk_cuTexRefSetMipmapLevelClamp(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk: _check('f', minMipmapLevelClamp, 'minMipmapLevelClamp')
-        if _chk: _check('f', maxMipmapLevelClamp, 'maxMipmapLevelClamp')
-        _rc = _fn(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp)
+        try:
+            _rc = _fn(hTexRef, minMipmapLevelClamp, maxMipmapLevelClamp)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetMipmapLevelClamp: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetMipmapLevelClamp')
 
@@ -13252,6 +15032,7 @@ def _mk_cuTexRefSetMipmapLevelClamp(_fn, _b, _chk):
 
 
 def _mk_cuTexRefSetMipmappedArray(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuTexRefSetMipmappedArray(hTexRef, hMipmappedArray, Flags):
         """cuTexRefSetMipmappedArray(hTexRef, hMipmappedArray, Flags) -> None
@@ -13263,8 +15044,11 @@ def _mk_cuTexRefSetMipmappedArray(_fn, _b, _chk):
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
         elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-        if _chk and (Flags.__class__ is not int or not 0 <= Flags <= 4294967295): _check('I', Flags, 'Flags')
-        _rc = _fn(hTexRef, hMipmappedArray, Flags)
+        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        try:
+            _rc = _fn(hTexRef, hMipmappedArray, Flags)
+        except _AE as _e:
+            raise TypeError('cuTexRefSetMipmappedArray: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuTexRefSetMipmappedArray')
 
@@ -13291,6 +15075,7 @@ def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
 
         return cuThreadExchangeStreamCaptureMode
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _local()
 
@@ -13304,7 +15089,10 @@ def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0)
+        try:
+            _rc = _fn(_o0)
+        except _AE as _e:
+            raise TypeError('cuThreadExchangeStreamCaptureMode: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuThreadExchangeStreamCaptureMode')
         return _o0[0]
@@ -13327,8 +15115,8 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
             elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
             if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
             elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
-            if _chk and (initialRefcount.__class__ is not int or not 0 <= initialRefcount <= 4294967295): _check('I', initialRefcount, 'initialRefcount')
-            if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+            if _chk and not 0 <= initialRefcount <= 4294967295: _check('I', initialRefcount, 'initialRefcount')
+            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
             _v = _f1(ptr, destroy, initialRefcount, flags)
             if _v == _S:
                 _rc = _last()
@@ -13338,6 +15126,7 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
 
         return cuUserObjectCreate
 
+    _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _local()
 
@@ -13351,13 +15140,16 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
         if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
         elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
-        if _chk and (initialRefcount.__class__ is not int or not 0 <= initialRefcount <= 4294967295): _check('I', initialRefcount, 'initialRefcount')
-        if _chk and (flags.__class__ is not int or not 0 <= flags <= 4294967295): _check('I', flags, 'flags')
+        if _chk and not 0 <= initialRefcount <= 4294967295: _check('I', initialRefcount, 'initialRefcount')
+        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
             _o0 = _tls.o = _n0()
-        _rc = _fn(_o0, ptr, destroy, initialRefcount, flags)
+        try:
+            _rc = _fn(_o0, ptr, destroy, initialRefcount, flags)
+        except _AE as _e:
+            raise TypeError('cuUserObjectCreate: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuUserObjectCreate')
         return _o0[0]
@@ -13366,6 +15158,7 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
 
 
 def _mk_cuUserObjectRelease(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuUserObjectRelease(object, count):
         """cuUserObjectRelease(object, count) -> None
@@ -13375,8 +15168,11 @@ def _mk_cuUserObjectRelease(_fn, _b, _chk):
         """
         if object.__class__ is not int: object, _k0 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
-        _rc = _fn(object, count)
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        try:
+            _rc = _fn(object, count)
+        except _AE as _e:
+            raise TypeError('cuUserObjectRelease: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuUserObjectRelease')
 
@@ -13384,6 +15180,7 @@ def _mk_cuUserObjectRelease(_fn, _b, _chk):
 
 
 def _mk_cuUserObjectRetain(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuUserObjectRetain(object, count):
         """cuUserObjectRetain(object, count) -> None
@@ -13393,8 +15190,11 @@ def _mk_cuUserObjectRetain(_fn, _b, _chk):
         """
         if object.__class__ is not int: object, _k0 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and (count.__class__ is not int or not 0 <= count <= 4294967295): _check('I', count, 'count')
-        _rc = _fn(object, count)
+        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        try:
+            _rc = _fn(object, count)
+        except _AE as _e:
+            raise TypeError('cuUserObjectRetain: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuUserObjectRetain')
 
@@ -13402,6 +15202,7 @@ def _mk_cuUserObjectRetain(_fn, _b, _chk):
 
 
 def _mk_cuWaitExternalSemaphoresAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
 
     def cuWaitExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream):
         """cuWaitExternalSemaphoresAsync(extSemArray, paramsArray, numExtSems, stream) -> None
@@ -13413,10 +15214,13 @@ def _mk_cuWaitExternalSemaphoresAsync(_fn, _b, _chk):
         elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-        if _chk and (numExtSems.__class__ is not int or not 0 <= numExtSems <= 4294967295): _check('I', numExtSems, 'numExtSems')
+        if _chk and not 0 <= numExtSems <= 4294967295: _check('I', numExtSems, 'numExtSems')
         if stream.__class__ is not int: stream, _k3 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
-        _rc = _fn(extSemArray, paramsArray, numExtSems, stream)
+        try:
+            _rc = _fn(extSemArray, paramsArray, numExtSems, stream)
+        except _AE as _e:
+            raise TypeError('cuWaitExternalSemaphoresAsync: ' + str(_e)) from None
         if _rc:
             _raise(_rc, 'cuWaitExternalSemaphoresAsync')
 
