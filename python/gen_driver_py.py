@@ -145,8 +145,9 @@ def _input_lines(params):
             # fails the comparison or the call itself, both raising TypeError
             if letter not in "fd":
                 lo, hi = _RANGE[letter]
-                lines.append("        if _chk and not %d <= %s <= %d: _check(%r, %s, %r)"
-                             % (lo, a, hi, letter, a, p["name"]))
+                lines.append("        if _chk and (not %d <= %s <= %d or %s.__class__ is not int "
+                             "and not isinstance(%s, int)): _check(%r, %s, %r)"
+                             % (lo, a, hi, a, a, letter, a, p["name"]))
             call.append(a)
         elif kind in ("ptr", "cstr", "devptr"):
             conv = "_cstring" if kind == "cstr" else "_address"
@@ -197,7 +198,7 @@ def gen_function(ep):
         if kind == "struct":
             w("    _s_%s = _b.struct_type(%r)" % (pyname(p["name"]), letter))
     if outs:
-        w("    _tls = _local()")
+        w("    _tls = _b.cells(%r)" % name)
     w("")
     w("    def %s(%s):" % (name, ", ".join(args)))
     L.extend(_doc(ep, args, outs))
@@ -272,7 +273,7 @@ def gen_driver(table):
              '"""',
              "",
              "from ._driver_rt import address as _address, bind as _bind, check as _check",
-             "from ._driver_rt import cstring as _cstring, cstr_at as _cstr_at, local as _local",
+             "from ._driver_rt import cstring as _cstring, cstr_at as _cstr_at",
              "from ._driver_rt import raise_for as _raise",
              "",
              "CUDA_HEADERS_VERSION = %d" % table["cuda_version"],

@@ -14,6 +14,7 @@ without conversion).
 from __future__ import annotations
 
 import functools
+import threading
 
 from . import _ptr
 from ._sig import struct_ctype_name
@@ -106,6 +107,10 @@ class Backend:
             return None
         sentinel = (1 << 64) - 1 if letter in "Qzp" else -(1 << 63)
         return f, sentinel, _api_lib.cuabi_py_last_rc
+
+    def cells(self, name):
+        """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""
+        return threading.local()
 
     def fn(self, name, sig, outs=None):
         try:

@@ -10,6 +10,8 @@ generated wrappers to range-check integer arguments (``checks_ranges``).
 from __future__ import annotations
 
 import ctypes
+import threading
+import types
 
 from . import _ptr
 from ._sig import split_signature, struct_members
@@ -46,6 +48,17 @@ _OWN = {
 }
 
 
+# Pure getters that read driver state without waiting for the GPU or on locks that a
+# host callback could hold: called without releasing the GIL (ctypes.PyDLL), which
+# is cheaper, and lets their output cells be shared instead of per thread (no other
+# Python thread can run between the call and the read of its result).
+QUICK = frozenset((
+    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDeviceGetCount",
+    "cuDeviceGetAttribute", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
+    "cuFuncGetAttribute", "cuStreamGetPriority", "cuStreamGetFlags",
+))
+
+
 def _cstr(addr):
     if not addr:
         return None
@@ -65,6 +78,7 @@ class Backend:
 
         self._lib, self.library_path, self.tried = open_with(opener)
         lib = self._lib
+        self._gil_lib = _C.PyDLL(self.library_path, mode=_C.RTLD_LOCAL)
         own = {}
         for sym, (restype, argtypes) in _OWN.items():
             try:
@@ -88,16 +102,22 @@ class Backend:
         """No single-call fast path with ctypes."""
         return None
 
+    def cells(self, name):
+        """Holder of a wrapper's output cells: shared for the GIL-holding getters,
+        per thread otherwise."""
+        return types.SimpleNamespace() if name in QUICK else threading.local()
+
     def fn(self, name, sig, outs=None):
         """The native ``cuabi_<name>`` with argument types from ``sig``.
 
         Output parameters are declared as their cell's own array type, which
-        ctypes accepts without conversion; a function with only outputs gets no
-        argtypes at all (ctypes then passes the cells as pointers, its fastest
-        path).
+        ctypes accepts without conversion; a function whose parameters are only
+        outputs and 32-bit integers gets no argtypes at all (ctypes then passes
+        cells as pointers and ints as C ints, its fastest path; the wrappers
+        check types and ranges first).
         """
         try:
-            f = getattr(self._lib, "cuabi_" + name)
+            f = getattr(self._gil_lib if name in QUICK else self._lib, "cuabi_" + name)
         except AttributeError:
             raise AttributeError(
                 "%s does not export cuabi_%s (library older than this package?)"
@@ -107,7 +127,9 @@ class Backend:
         toks = split_signature(sig)
         if outs is None:
             outs = "." * len(toks)
-        if toks and all(o != "." for o in outs):
+        if toks and all(o != "." or t in "iI" for t, o in zip(toks, outs)):
+            # only output cells and 32-bit integers (range- and type-checked by the
+            # wrapper): ctypes' default conversions pass exactly these, fastest
             f.argtypes = None
             return f
         types = []

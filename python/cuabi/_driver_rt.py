@@ -10,12 +10,9 @@ wrapper's own body, nothing else.
 
 from __future__ import annotations
 
-import threading
-
 from . import _ptr
 from ._libload import backend
 
-local = threading.local
 
 address = _ptr.address
 cstring = _ptr.cstring

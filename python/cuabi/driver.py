@@ -16,7 +16,7 @@ Each wrapper is created on first use, so importing this module is cheap.
 """
 
 from ._driver_rt import address as _address, bind as _bind, check as _check
-from ._driver_rt import cstring as _cstring, cstr_at as _cstr_at, local as _local
+from ._driver_rt import cstring as _cstring, cstr_at as _cstr_at
 from ._driver_rt import raise_for as _raise
 
 CUDA_HEADERS_VERSION = 13000
@@ -46,7 +46,7 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuArray3DCreate')
 
     def cuArray3DCreate(pAllocateArray):
         """cuArray3DCreate(pAllocateArray) -> pHandle (CUarray)
@@ -118,7 +118,7 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuArrayCreate')
 
     def cuArrayCreate(pAllocateArray):
         """cuArrayCreate(pAllocateArray) -> pHandle (CUarray)
@@ -200,7 +200,7 @@ def _mk_cuArrayGetMemoryRequirements(_fn, _b, _chk):
         elif _chk and not 0 <= memoryRequirements <= 18446744073709551615: _check('p', memoryRequirements, 'memoryRequirements')
         if array.__class__ is not int: array, _k1 = _address(array)
         elif _chk and not 0 <= array <= 18446744073709551615: _check('p', array, 'array')
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
         try:
             _rc = _fn(memoryRequirements, array, device)
         except _AE as _e:
@@ -224,7 +224,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
             """
             if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
             elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-            if _chk and not 0 <= planeIdx <= 4294967295: _check('I', planeIdx, 'planeIdx')
+            if _chk and (not 0 <= planeIdx <= 4294967295 or planeIdx.__class__ is not int and not isinstance(planeIdx, int)): _check('I', planeIdx, 'planeIdx')
             _v = _f1(hArray, planeIdx)
             if _v == _S:
                 _rc = _last()
@@ -236,7 +236,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuArrayGetPlane')
 
     def cuArrayGetPlane(hArray, planeIdx):
         """cuArrayGetPlane(hArray, planeIdx) -> pPlaneArray (CUarray)
@@ -246,7 +246,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
         """
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        if _chk and not 0 <= planeIdx <= 4294967295: _check('I', planeIdx, 'planeIdx')
+        if _chk and (not 0 <= planeIdx <= 4294967295 or planeIdx.__class__ is not int and not isinstance(planeIdx, int)): _check('I', planeIdx, 'planeIdx')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -294,7 +294,7 @@ def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessCheckpoint (ABI version 12080): CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+        if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         try:
@@ -318,7 +318,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
             Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+            if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
             _v = _f1(pid)
             if _v == _S:
                 _rc = _last()
@@ -330,7 +330,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuCheckpointProcessGetRestoreThreadId')
 
     def cuCheckpointProcessGetRestoreThreadId(pid):
         """cuCheckpointProcessGetRestoreThreadId(pid) -> tid (int)
@@ -338,7 +338,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+        if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -365,7 +365,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
             Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+            if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
             _v = _f1(pid)
             if _v == _S:
                 _rc = _last()
@@ -377,7 +377,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuCheckpointProcessGetState')
 
     def cuCheckpointProcessGetState(pid):
         """cuCheckpointProcessGetState(pid) -> state (CUprocessState)
@@ -385,7 +385,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+        if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -410,7 +410,7 @@ def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessLock (ABI version 12080): CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+        if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         try:
@@ -432,7 +432,7 @@ def _mk_cuCheckpointProcessRestore(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessRestore (ABI version 12080): CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+        if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         try:
@@ -454,7 +454,7 @@ def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
         Calls the driver's cuCheckpointProcessUnlock (ABI version 12080): CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= pid <= 2147483647: _check('i', pid, 'pid')
+        if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
         if args.__class__ is not int: args, _k1 = _address(args)
         elif _chk and not 0 <= args <= 18446744073709551615: _check('p', args, 'args')
         try:
@@ -470,7 +470,7 @@ def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
 def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuCoredumpGetAttribute')
 
     def cuCoredumpGetAttribute(attrib, value, size):
         """cuCoredumpGetAttribute(attrib, value, size) -> size (size_t)
@@ -479,7 +479,7 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -502,7 +502,7 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
 def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuCoredumpGetAttributeGlobal')
 
     def cuCoredumpGetAttributeGlobal(attrib, value, size):
         """cuCoredumpGetAttributeGlobal(attrib, value, size) -> size (size_t)
@@ -511,7 +511,7 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -534,7 +534,7 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
 def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuCoredumpSetAttribute')
 
     def cuCoredumpSetAttribute(attrib, value, size):
         """cuCoredumpSetAttribute(attrib, value, size) -> size (size_t)
@@ -543,7 +543,7 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -566,7 +566,7 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
 def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuCoredumpSetAttributeGlobal')
 
     def cuCoredumpSetAttributeGlobal(attrib, value, size):
         """cuCoredumpSetAttributeGlobal(attrib, value, size) -> size (size_t)
@@ -575,7 +575,7 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -606,7 +606,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
             Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(flags)
             if _v == _S:
                 _rc = _last()
@@ -618,7 +618,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuCtxAttach')
 
     def cuCtxAttach(flags):
         """cuCtxAttach(flags) -> pctx (CUcontext)
@@ -626,7 +626,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
         Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -655,8 +655,8 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
             """
             if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
             elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(ctxCreateParams, flags, dev)
             if _v == _S:
                 _rc = _last()
@@ -668,7 +668,7 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuCtxCreate')
 
     def cuCtxCreate(ctxCreateParams, flags, dev):
         """cuCtxCreate(ctxCreateParams, flags, dev) -> pctx (CUcontext)
@@ -678,8 +678,8 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
         """
         if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
         elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -769,7 +769,7 @@ def _mk_cuCtxEnablePeerAccess(_fn, _b, _chk):
         """
         if peerContext.__class__ is not int: peerContext, _k0 = _address(peerContext)
         elif _chk and not 0 <= peerContext <= 18446744073709551615: _check('p', peerContext, 'peerContext')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(peerContext, Flags)
         except _AE as _e:
@@ -804,7 +804,7 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuCtxFromGreenCtx')
 
     def cuCtxFromGreenCtx(hCtx):
         """cuCtxFromGreenCtx(hCtx) -> pContext (CUcontext)
@@ -853,7 +853,7 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetApiVersion')
 
     def cuCtxGetApiVersion(ctx):
         """cuCtxGetApiVersion(ctx) -> version (unsigned int)
@@ -900,7 +900,7 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetCacheConfig')
 
     def cuCtxGetCacheConfig():
         """cuCtxGetCacheConfig() -> pconfig (CUfunc_cache)
@@ -945,7 +945,7 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetCurrent')
 
     def cuCtxGetCurrent():
         """cuCtxGetCurrent() -> pctx (CUcontext)
@@ -981,7 +981,7 @@ def _mk_cuCtxGetDevResource(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         try:
             _rc = _fn(hCtx, resource, type)
         except _AE as _e:
@@ -1014,7 +1014,7 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetDevice')
 
     def cuCtxGetDevice():
         """cuCtxGetDevice() -> device (CUdevice)
@@ -1061,7 +1061,7 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetDevice_v2')
 
     def cuCtxGetDevice_v2(ctx):
         """cuCtxGetDevice_v2(ctx) -> device (CUdevice)
@@ -1097,7 +1097,7 @@ def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
         """
         if pExecAffinity.__class__ is not int: pExecAffinity, _k0 = _address(pExecAffinity)
         elif _chk and not 0 <= pExecAffinity <= 18446744073709551615: _check('p', pExecAffinity, 'pExecAffinity')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         try:
             _rc = _fn(pExecAffinity, type)
         except _AE as _e:
@@ -1130,7 +1130,7 @@ def _mk_cuCtxGetFlags(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetFlags')
 
     def cuCtxGetFlags():
         """cuCtxGetFlags() -> flags (unsigned int)
@@ -1177,7 +1177,7 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetId')
 
     def cuCtxGetId(ctx):
         """cuCtxGetId(ctx) -> ctxId (unsigned long long)
@@ -1213,7 +1213,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
             Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= limit <= 4294967295: _check('I', limit, 'limit')
+            if _chk and (not 0 <= limit <= 4294967295 or limit.__class__ is not int and not isinstance(limit, int)): _check('I', limit, 'limit')
             _v = _f1(limit)
             if _v == _S:
                 _rc = _last()
@@ -1225,7 +1225,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetLimit')
 
     def cuCtxGetLimit(limit):
         """cuCtxGetLimit(limit) -> pvalue (size_t)
@@ -1233,7 +1233,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
         Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= limit <= 4294967295: _check('I', limit, 'limit')
+        if _chk and (not 0 <= limit <= 4294967295 or limit.__class__ is not int and not isinstance(limit, int)): _check('I', limit, 'limit')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1271,7 +1271,7 @@ def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetSharedMemConfig')
 
     def cuCtxGetSharedMemConfig():
         """cuCtxGetSharedMemConfig() -> pConfig (CUsharedconfig)
@@ -1298,7 +1298,7 @@ def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuCtxGetStreamPriorityRange')
 
     def cuCtxGetStreamPriorityRange():
         """cuCtxGetStreamPriorityRange() -> leastPriority (int), greatestPriority (int)
@@ -1345,7 +1345,7 @@ def _mk_cuCtxPopCurrent(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuCtxPopCurrent')
 
     def cuCtxPopCurrent():
         """cuCtxPopCurrent() -> pctx (CUcontext)
@@ -1440,7 +1440,7 @@ def _mk_cuCtxSetCacheConfig(_fn, _b, _chk):
         Calls the driver's cuCtxSetCacheConfig (ABI version 3020): CUresult cuCtxSetCacheConfig(CUfunc_cache config).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        if _chk and (not 0 <= config <= 4294967295 or config.__class__ is not int and not isinstance(config, int)): _check('I', config, 'config')
         try:
             _rc = _fn(config)
         except _AE as _e:
@@ -1481,7 +1481,7 @@ def _mk_cuCtxSetFlags(_fn, _b, _chk):
         Calls the driver's cuCtxSetFlags (ABI version 12010): CUresult cuCtxSetFlags(unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(flags)
         except _AE as _e:
@@ -1501,8 +1501,8 @@ def _mk_cuCtxSetLimit(_fn, _b, _chk):
         Calls the driver's cuCtxSetLimit (ABI version 3010): CUresult cuCtxSetLimit(CUlimit limit, size_t value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= limit <= 4294967295: _check('I', limit, 'limit')
-        if _chk and not 0 <= value <= 18446744073709551615: _check('z', value, 'value')
+        if _chk and (not 0 <= limit <= 4294967295 or limit.__class__ is not int and not isinstance(limit, int)): _check('I', limit, 'limit')
+        if _chk and (not 0 <= value <= 18446744073709551615 or value.__class__ is not int and not isinstance(value, int)): _check('z', value, 'value')
         try:
             _rc = _fn(limit, value)
         except _AE as _e:
@@ -1522,7 +1522,7 @@ def _mk_cuCtxSetSharedMemConfig(_fn, _b, _chk):
         Calls the driver's cuCtxSetSharedMemConfig (ABI version 4020): CUresult cuCtxSetSharedMemConfig(CUsharedconfig config).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        if _chk and (not 0 <= config <= 4294967295 or config.__class__ is not int and not isinstance(config, int)): _check('I', config, 'config')
         try:
             _rc = _fn(config)
         except _AE as _e:
@@ -1651,7 +1651,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
             """
             if resources.__class__ is not int: resources, _k1 = _address(resources)
             elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
-            if _chk and not 0 <= nbResources <= 4294967295: _check('I', nbResources, 'nbResources')
+            if _chk and (not 0 <= nbResources <= 4294967295 or nbResources.__class__ is not int and not isinstance(nbResources, int)): _check('I', nbResources, 'nbResources')
             _v = _f1(resources, nbResources)
             if _v == _S:
                 _rc = _last()
@@ -1663,7 +1663,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuDevResourceGenerateDesc')
 
     def cuDevResourceGenerateDesc(resources, nbResources):
         """cuDevResourceGenerateDesc(resources, nbResources) -> phDesc (CUdevResourceDesc)
@@ -1673,7 +1673,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
         """
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
-        if _chk and not 0 <= nbResources <= 4294967295: _check('I', nbResources, 'nbResources')
+        if _chk and (not 0 <= nbResources <= 4294967295 or nbResources.__class__ is not int and not isinstance(nbResources, int)): _check('I', nbResources, 'nbResources')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1692,7 +1692,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
 def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuDevSmResourceSplitByCount')
 
     def cuDevSmResourceSplitByCount(result, nbGroups, input, remaining, useFlags, minCount):
         """cuDevSmResourceSplitByCount(result, nbGroups, input, remaining, useFlags, minCount) -> nbGroups (unsigned int)
@@ -1707,8 +1707,8 @@ def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
         elif _chk and not 0 <= input <= 18446744073709551615: _check('p', input, 'input')
         if remaining.__class__ is not int: remaining, _k3 = _address(remaining)
         elif _chk and not 0 <= remaining <= 18446744073709551615: _check('p', remaining, 'remaining')
-        if _chk and not 0 <= useFlags <= 4294967295: _check('I', useFlags, 'useFlags')
-        if _chk and not 0 <= minCount <= 4294967295: _check('I', minCount, 'minCount')
+        if _chk and (not 0 <= useFlags <= 4294967295 or useFlags.__class__ is not int and not isinstance(useFlags, int)): _check('I', useFlags, 'useFlags')
+        if _chk and (not 0 <= minCount <= 4294967295 or minCount.__class__ is not int and not isinstance(minCount, int)): _check('I', minCount, 'minCount')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1737,8 +1737,8 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
             Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-            if _chk and not -2147483648 <= peerDev <= 2147483647: _check('i', peerDev, 'peerDev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= peerDev <= 2147483647 or peerDev.__class__ is not int and not isinstance(peerDev, int)): _check('i', peerDev, 'peerDev')
             _v = _f1(dev, peerDev)
             if _v == _S:
                 _rc = _last()
@@ -1750,7 +1750,7 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceCanAccessPeer')
 
     def cuDeviceCanAccessPeer(dev, peerDev):
         """cuDeviceCanAccessPeer(dev, peerDev) -> canAccessPeer (int)
@@ -1758,8 +1758,8 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
         Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-        if _chk and not -2147483648 <= peerDev <= 2147483647: _check('i', peerDev, 'peerDev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= peerDev <= 2147483647 or peerDev.__class__ is not int and not isinstance(peerDev, int)): _check('i', peerDev, 'peerDev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1779,7 +1779,7 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceComputeCapability')
 
     def cuDeviceComputeCapability(dev):
         """cuDeviceComputeCapability(dev) -> major (int), minor (int)
@@ -1788,7 +1788,7 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -1816,7 +1816,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
             Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= ordinal <= 2147483647: _check('i', ordinal, 'ordinal')
+            if _chk and (not -2147483648 <= ordinal <= 2147483647 or ordinal.__class__ is not int and not isinstance(ordinal, int)): _check('i', ordinal, 'ordinal')
             _v = _f1(ordinal)
             if _v == _S:
                 _rc = _last()
@@ -1828,7 +1828,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGet')
 
     def cuDeviceGet(ordinal):
         """cuDeviceGet(ordinal) -> device (CUdevice)
@@ -1836,7 +1836,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
         Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= ordinal <= 2147483647: _check('i', ordinal, 'ordinal')
+        if _chk and (not -2147483648 <= ordinal <= 2147483647 or ordinal.__class__ is not int and not isinstance(ordinal, int)): _check('i', ordinal, 'ordinal')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1863,8 +1863,8 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
             Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(attrib, dev)
             if _v == _S:
                 _rc = _last()
@@ -1876,7 +1876,7 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetAttribute')
 
     def cuDeviceGetAttribute(attrib, dev):
         """cuDeviceGetAttribute(attrib, dev) -> pi (int)
@@ -1884,8 +1884,8 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -1925,7 +1925,7 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetByPCIBusId')
 
     def cuDeviceGetByPCIBusId(pciBusId):
         """cuDeviceGetByPCIBusId(pciBusId) -> dev (CUdevice)
@@ -1972,7 +1972,7 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetCount')
 
     def cuDeviceGetCount():
         """cuDeviceGetCount() -> count (int)
@@ -2006,7 +2006,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
             Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -2018,7 +2018,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetDefaultMemPool')
 
     def cuDeviceGetDefaultMemPool(dev):
         """cuDeviceGetDefaultMemPool(dev) -> pool_out (CUmemoryPool)
@@ -2026,7 +2026,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2051,10 +2051,10 @@ def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
         Calls the driver's cuDeviceGetDevResource (ABI version 12040): CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         try:
             _rc = _fn(device, resource, type)
         except _AE as _e:
@@ -2076,8 +2076,8 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
             Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(type, dev)
             if _v == _S:
                 _rc = _last()
@@ -2089,7 +2089,7 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetExecAffinitySupport')
 
     def cuDeviceGetExecAffinitySupport(type, dev):
         """cuDeviceGetExecAffinitySupport(type, dev) -> pi (int)
@@ -2097,8 +2097,8 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
         Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2123,8 +2123,8 @@ def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetGraphMemAttribute (ABI version 11040): CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -2150,8 +2150,8 @@ def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
         elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
         elif _chk and not 0 <= operations <= 18446744073709551615: _check('p', operations, 'operations')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(capabilities, operations, count, dev)
         except _AE as _e:
@@ -2175,7 +2175,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
             """
             if luid.__class__ is not int: luid, _k0 = _address(luid)
             elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(luid, dev)
             if _v == _S:
                 _rc = _last()
@@ -2187,7 +2187,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetLuid')
 
     def cuDeviceGetLuid(luid, dev):
         """cuDeviceGetLuid(luid, dev) -> deviceNodeMask (unsigned int)
@@ -2197,7 +2197,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
         """
         if luid.__class__ is not int: luid, _k0 = _address(luid)
         elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2224,7 +2224,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
             Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -2236,7 +2236,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetMemPool')
 
     def cuDeviceGetMemPool(dev):
         """cuDeviceGetMemPool(dev) -> pool (CUmemoryPool)
@@ -2244,7 +2244,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2271,8 +2271,8 @@ def _mk_cuDeviceGetName(_fn, _b, _chk):
         """
         if name.__class__ is not int: name, _k0 = _address(name)
         elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-        if _chk and not -2147483648 <= len <= 2147483647: _check('i', len, 'len')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= len <= 2147483647 or len.__class__ is not int and not isinstance(len, int)): _check('i', len, 'len')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(name, len, dev)
         except _AE as _e:
@@ -2294,8 +2294,8 @@ def _mk_cuDeviceGetNvSciSyncAttributes(_fn, _b, _chk):
         """
         if nvSciSyncAttrList.__class__ is not int: nvSciSyncAttrList, _k0 = _address(nvSciSyncAttrList)
         elif _chk and not 0 <= nvSciSyncAttrList <= 18446744073709551615: _check('p', nvSciSyncAttrList, 'nvSciSyncAttrList')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-        if _chk and not -2147483648 <= flags <= 2147483647: _check('i', flags, 'flags')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= flags <= 2147483647 or flags.__class__ is not int and not isinstance(flags, int)): _check('i', flags, 'flags')
         try:
             _rc = _fn(nvSciSyncAttrList, dev, flags)
         except _AE as _e:
@@ -2319,9 +2319,9 @@ def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
         elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
         elif _chk and not 0 <= operations <= 18446744073709551615: _check('p', operations, 'operations')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
-        if _chk and not -2147483648 <= srcDevice <= 2147483647: _check('i', srcDevice, 'srcDevice')
-        if _chk and not -2147483648 <= dstDevice <= 2147483647: _check('i', dstDevice, 'dstDevice')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
+        if _chk and (not -2147483648 <= srcDevice <= 2147483647 or srcDevice.__class__ is not int and not isinstance(srcDevice, int)): _check('i', srcDevice, 'srcDevice')
+        if _chk and (not -2147483648 <= dstDevice <= 2147483647 or dstDevice.__class__ is not int and not isinstance(dstDevice, int)): _check('i', dstDevice, 'dstDevice')
         try:
             _rc = _fn(capabilities, operations, count, srcDevice, dstDevice)
         except _AE as _e:
@@ -2343,9 +2343,9 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
             Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
-            if _chk and not -2147483648 <= srcDevice <= 2147483647: _check('i', srcDevice, 'srcDevice')
-            if _chk and not -2147483648 <= dstDevice <= 2147483647: _check('i', dstDevice, 'dstDevice')
+            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
+            if _chk and (not -2147483648 <= srcDevice <= 2147483647 or srcDevice.__class__ is not int and not isinstance(srcDevice, int)): _check('i', srcDevice, 'srcDevice')
+            if _chk and (not -2147483648 <= dstDevice <= 2147483647 or dstDevice.__class__ is not int and not isinstance(dstDevice, int)): _check('i', dstDevice, 'dstDevice')
             _v = _f1(attrib, srcDevice, dstDevice)
             if _v == _S:
                 _rc = _last()
@@ -2357,7 +2357,7 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetP2PAttribute')
 
     def cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice):
         """cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice) -> value (int)
@@ -2365,9 +2365,9 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
-        if _chk and not -2147483648 <= srcDevice <= 2147483647: _check('i', srcDevice, 'srcDevice')
-        if _chk and not -2147483648 <= dstDevice <= 2147483647: _check('i', dstDevice, 'dstDevice')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
+        if _chk and (not -2147483648 <= srcDevice <= 2147483647 or srcDevice.__class__ is not int and not isinstance(srcDevice, int)): _check('i', srcDevice, 'srcDevice')
+        if _chk and (not -2147483648 <= dstDevice <= 2147483647 or dstDevice.__class__ is not int and not isinstance(dstDevice, int)): _check('i', dstDevice, 'dstDevice')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2394,8 +2394,8 @@ def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
         """
         if pciBusId.__class__ is not int: pciBusId, _k0 = _address(pciBusId)
         elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
-        if _chk and not -2147483648 <= len <= 2147483647: _check('i', len, 'len')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= len <= 2147483647 or len.__class__ is not int and not isinstance(len, int)): _check('i', len, 'len')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(pciBusId, len, dev)
         except _AE as _e:
@@ -2417,7 +2417,7 @@ def _mk_cuDeviceGetProperties(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k0 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(prop, dev)
         except _AE as _e:
@@ -2439,9 +2439,9 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
             Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= format <= 4294967295: _check('I', format, 'format')
-            if _chk and not 0 <= numChannels <= 4294967295: _check('I', numChannels, 'numChannels')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not 0 <= format <= 4294967295 or format.__class__ is not int and not isinstance(format, int)): _check('I', format, 'format')
+            if _chk and (not 0 <= numChannels <= 4294967295 or numChannels.__class__ is not int and not isinstance(numChannels, int)): _check('I', numChannels, 'numChannels')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(format, numChannels, dev)
             if _v == _S:
                 _rc = _last()
@@ -2453,7 +2453,7 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceGetTexture1DLinearMaxWidth')
 
     def cuDeviceGetTexture1DLinearMaxWidth(format, numChannels, dev):
         """cuDeviceGetTexture1DLinearMaxWidth(format, numChannels, dev) -> maxWidthInElements (size_t)
@@ -2461,9 +2461,9 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
         Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= format <= 4294967295: _check('I', format, 'format')
-        if _chk and not 0 <= numChannels <= 4294967295: _check('I', numChannels, 'numChannels')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= format <= 4294967295 or format.__class__ is not int and not isinstance(format, int)): _check('I', format, 'format')
+        if _chk and (not 0 <= numChannels <= 4294967295 or numChannels.__class__ is not int and not isinstance(numChannels, int)): _check('I', numChannels, 'numChannels')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2490,7 +2490,7 @@ def _mk_cuDeviceGetUuid(_fn, _b, _chk):
         """
         if uuid.__class__ is not int: uuid, _k0 = _address(uuid)
         elif _chk and not 0 <= uuid <= 18446744073709551615: _check('p', uuid, 'uuid')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(uuid, dev)
         except _AE as _e:
@@ -2510,7 +2510,7 @@ def _mk_cuDeviceGraphMemTrim(_fn, _b, _chk):
         Calls the driver's cuDeviceGraphMemTrim (ABI version 11040): CUresult cuDeviceGraphMemTrim(CUdevice device).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
         try:
             _rc = _fn(device)
         except _AE as _e:
@@ -2525,7 +2525,7 @@ def _mk_cuDevicePrimaryCtxGetState(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDevicePrimaryCtxGetState')
 
     def cuDevicePrimaryCtxGetState(dev):
         """cuDevicePrimaryCtxGetState(dev) -> flags (unsigned int), active (int)
@@ -2534,7 +2534,7 @@ def _mk_cuDevicePrimaryCtxGetState(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -2560,7 +2560,7 @@ def _mk_cuDevicePrimaryCtxRelease(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxRelease (ABI version 11000): CUresult cuDevicePrimaryCtxRelease(CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(dev)
         except _AE as _e:
@@ -2580,7 +2580,7 @@ def _mk_cuDevicePrimaryCtxReset(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxReset (ABI version 11000): CUresult cuDevicePrimaryCtxReset(CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(dev)
         except _AE as _e:
@@ -2602,7 +2602,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
             Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -2614,7 +2614,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuDevicePrimaryCtxRetain')
 
     def cuDevicePrimaryCtxRetain(dev):
         """cuDevicePrimaryCtxRetain(dev) -> pctx (CUcontext)
@@ -2622,7 +2622,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2647,8 +2647,8 @@ def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
         Calls the driver's cuDevicePrimaryCtxSetFlags (ABI version 11000): CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(dev, flags)
         except _AE as _e:
@@ -2670,7 +2670,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
             Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+            if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
             if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
             elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
             if userData.__class__ is not int: userData, _k2 = _address(userData)
@@ -2686,7 +2686,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceRegisterAsyncNotification')
 
     def cuDeviceRegisterAsyncNotification(device, callbackFunc, userData):
         """cuDeviceRegisterAsyncNotification(device, callbackFunc, userData) -> callback (CUasyncCallbackHandle)
@@ -2694,7 +2694,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
         Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
         if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
         elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
@@ -2723,8 +2723,8 @@ def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
         Calls the driver's cuDeviceSetGraphMemAttribute (ABI version 11040): CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -2746,7 +2746,7 @@ def _mk_cuDeviceSetMemPool(_fn, _b, _chk):
         Calls the driver's cuDeviceSetMemPool (ABI version 11020): CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         if pool.__class__ is not int: pool, _k1 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         try:
@@ -2770,7 +2770,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
             Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(dev)
             if _v == _S:
                 _rc = _last()
@@ -2782,7 +2782,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuDeviceTotalMem')
 
     def cuDeviceTotalMem(dev):
         """cuDeviceTotalMem(dev) -> bytes (size_t)
@@ -2790,7 +2790,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
         Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2815,7 +2815,7 @@ def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
         Calls the driver's cuDeviceUnregisterAsyncNotification (ABI version 12040): CUresult cuDeviceUnregisterAsyncNotification(CUdevice device, CUasyncCallbackHandle callback).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
         if callback.__class__ is not int: callback, _k1 = _address(callback)
         elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
         try:
@@ -2850,7 +2850,7 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuDriverGetVersion')
 
     def cuDriverGetVersion():
         """cuDriverGetVersion() -> driverVersion (int)
@@ -2884,7 +2884,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
             Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
             _v = _f1(Flags)
             if _v == _S:
                 _rc = _last()
@@ -2896,7 +2896,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuEventCreate')
 
     def cuEventCreate(Flags):
         """cuEventCreate(Flags) -> phEvent (CUevent)
@@ -2904,7 +2904,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
         Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -2944,7 +2944,7 @@ def _mk_cuEventDestroy(_fn, _b, _chk):
 def _mk_cuEventElapsedTime(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
-    _tls = _local()
+    _tls = _b.cells('cuEventElapsedTime')
 
     def cuEventElapsedTime(hStart, hEnd):
         """cuEventElapsedTime(hStart, hEnd) -> pMilliseconds (float)
@@ -3028,7 +3028,7 @@ def _mk_cuEventRecordWithFlags(_fn, _b, _chk):
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
         if hStream.__class__ is not int: hStream, _k1 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(hEvent, hStream, flags)
         except _AE as _e:
@@ -3086,7 +3086,7 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuExternalMemoryGetMappedBuffer')
 
     def cuExternalMemoryGetMappedBuffer(extMem, bufferDesc):
         """cuExternalMemoryGetMappedBuffer(extMem, bufferDesc) -> devPtr (CUdeviceptr)
@@ -3139,7 +3139,7 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuExternalMemoryGetMappedMipmappedArray')
 
     def cuExternalMemoryGetMappedMipmappedArray(extMem, mipmapDesc):
         """cuExternalMemoryGetMappedMipmappedArray(extMem, mipmapDesc) -> mipmap (CUmipmappedArray)
@@ -3175,8 +3175,8 @@ def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
         Calls the driver's cuFlushGPUDirectRDMAWrites (ABI version 11030): CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= target <= 4294967295: _check('I', target, 'target')
-        if _chk and not 0 <= scope <= 4294967295: _check('I', scope, 'scope')
+        if _chk and (not 0 <= target <= 4294967295 or target.__class__ is not int and not isinstance(target, int)): _check('I', target, 'target')
+        if _chk and (not 0 <= scope <= 4294967295 or scope.__class__ is not int and not isinstance(scope, int)): _check('I', scope, 'scope')
         try:
             _rc = _fn(target, scope)
         except _AE as _e:
@@ -3198,7 +3198,7 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
             Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
             if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
             elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
             _v = _f1(attrib, hfunc)
@@ -3212,7 +3212,7 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuFuncGetAttribute')
 
     def cuFuncGetAttribute(attrib, hfunc):
         """cuFuncGetAttribute(attrib, hfunc) -> pi (int)
@@ -3220,7 +3220,7 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
         Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         try:
@@ -3262,7 +3262,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuFuncGetModule')
 
     def cuFuncGetModule(hfunc):
         """cuFuncGetModule(hfunc) -> hmod (CUmodule)
@@ -3290,7 +3290,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
 def _mk_cuFuncGetName(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuFuncGetName')
 
     def cuFuncGetName(hfunc):
         """cuFuncGetName(hfunc) -> name (const char *)
@@ -3319,7 +3319,7 @@ def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuFuncGetParamInfo')
 
     def cuFuncGetParamInfo(func, paramIndex):
         """cuFuncGetParamInfo(func, paramIndex) -> paramOffset (size_t), paramSize (size_t)
@@ -3330,7 +3330,7 @@ def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k0 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and not 0 <= paramIndex <= 18446744073709551615: _check('z', paramIndex, 'paramIndex')
+        if _chk and (not 0 <= paramIndex <= 18446744073709551615 or paramIndex.__class__ is not int and not isinstance(paramIndex, int)): _check('z', paramIndex, 'paramIndex')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -3371,7 +3371,7 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuFuncIsLoaded')
 
     def cuFuncIsLoaded(function):
         """cuFuncIsLoaded(function) -> state (CUfunctionLoadingState)
@@ -3428,8 +3428,8 @@ def _mk_cuFuncSetAttribute(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
-        if _chk and not -2147483648 <= value <= 2147483647: _check('i', value, 'value')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
+        if _chk and (not -2147483648 <= value <= 2147483647 or value.__class__ is not int and not isinstance(value, int)): _check('i', value, 'value')
         try:
             _rc = _fn(hfunc, attrib, value)
         except _AE as _e:
@@ -3451,9 +3451,9 @@ def _mk_cuFuncSetBlockShape(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not -2147483648 <= x <= 2147483647: _check('i', x, 'x')
-        if _chk and not -2147483648 <= y <= 2147483647: _check('i', y, 'y')
-        if _chk and not -2147483648 <= z <= 2147483647: _check('i', z, 'z')
+        if _chk and (not -2147483648 <= x <= 2147483647 or x.__class__ is not int and not isinstance(x, int)): _check('i', x, 'x')
+        if _chk and (not -2147483648 <= y <= 2147483647 or y.__class__ is not int and not isinstance(y, int)): _check('i', y, 'y')
+        if _chk and (not -2147483648 <= z <= 2147483647 or z.__class__ is not int and not isinstance(z, int)): _check('i', z, 'z')
         try:
             _rc = _fn(hfunc, x, y, z)
         except _AE as _e:
@@ -3475,7 +3475,7 @@ def _mk_cuFuncSetCacheConfig(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        if _chk and (not 0 <= config <= 4294967295 or config.__class__ is not int and not isinstance(config, int)): _check('I', config, 'config')
         try:
             _rc = _fn(hfunc, config)
         except _AE as _e:
@@ -3497,7 +3497,7 @@ def _mk_cuFuncSetSharedMemConfig(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
+        if _chk and (not 0 <= config <= 4294967295 or config.__class__ is not int and not isinstance(config, int)): _check('I', config, 'config')
         try:
             _rc = _fn(hfunc, config)
         except _AE as _e:
@@ -3519,7 +3519,7 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not 0 <= bytes <= 4294967295: _check('I', bytes, 'bytes')
+        if _chk and (not 0 <= bytes <= 4294967295 or bytes.__class__ is not int and not isinstance(bytes, int)): _check('I', bytes, 'bytes')
         try:
             _rc = _fn(hfunc, bytes)
         except _AE as _e:
@@ -3533,7 +3533,7 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
 def _mk_cuGetErrorName(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGetErrorName')
 
     def cuGetErrorName(error):
         """cuGetErrorName(error) -> pStr (const char *)
@@ -3541,7 +3541,7 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
         Calls the driver's cuGetErrorName (ABI version 6000): CUresult cuGetErrorName(CUresult error, const char **pStr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= error <= 4294967295: _check('I', error, 'error')
+        if _chk and (not 0 <= error <= 4294967295 or error.__class__ is not int and not isinstance(error, int)): _check('I', error, 'error')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3560,7 +3560,7 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
 def _mk_cuGetErrorString(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGetErrorString')
 
     def cuGetErrorString(error):
         """cuGetErrorString(error) -> pStr (const char *)
@@ -3568,7 +3568,7 @@ def _mk_cuGetErrorString(_fn, _b, _chk):
         Calls the driver's cuGetErrorString (ABI version 6000): CUresult cuGetErrorString(CUresult error, const char **pStr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= error <= 4294967295: _check('I', error, 'error')
+        if _chk and (not 0 <= error <= 4294967295 or error.__class__ is not int and not isinstance(error, int)): _check('I', error, 'error')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3608,7 +3608,7 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGetExportTable')
 
     def cuGetExportTable(pExportTableId):
         """cuGetExportTable(pExportTableId) -> ppExportTable (const void *)
@@ -3637,7 +3637,7 @@ def _mk_cuGetProcAddress(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _n1 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuGetProcAddress')
 
     def cuGetProcAddress(symbol, cudaVersion, flags):
         """cuGetProcAddress(symbol, cudaVersion, flags) -> pfn (void *), symbolStatus (CUdriverProcAddressQueryResult)
@@ -3648,8 +3648,8 @@ def _mk_cuGetProcAddress(_fn, _b, _chk):
         """
         if symbol.__class__ is not int: symbol, _k0 = _cstring(symbol)
         elif _chk and not 0 <= symbol <= 18446744073709551615: _check('p', symbol, 'symbol')
-        if _chk and not -2147483648 <= cudaVersion <= 2147483647: _check('i', cudaVersion, 'cudaVersion')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not -2147483648 <= cudaVersion <= 2147483647 or cudaVersion.__class__ is not int and not isinstance(cudaVersion, int)): _check('i', cudaVersion, 'cudaVersion')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -3681,7 +3681,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -3695,7 +3695,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddBatchMemOpNode')
 
     def cuGraphAddBatchMemOpNode(hGraph, dependencies, numDependencies, nodeParams):
         """cuGraphAddBatchMemOpNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -3707,7 +3707,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -3740,7 +3740,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
             elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
             _v = _f1(hGraph, dependencies, numDependencies, childGraph)
@@ -3754,7 +3754,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddChildGraphNode')
 
     def cuGraphAddChildGraphNode(hGraph, dependencies, numDependencies, childGraph):
         """cuGraphAddChildGraphNode(hGraph, dependencies, numDependencies, childGraph) -> phGraphNode (CUgraphNode)
@@ -3766,7 +3766,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
         elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
         try:
@@ -3801,7 +3801,7 @@ def _mk_cuGraphAddDependencies(_fn, _b, _chk):
         elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
         elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         try:
             _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
         except _AE as _e:
@@ -3827,7 +3827,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             _v = _f1(hGraph, dependencies, numDependencies)
             if _v == _S:
                 _rc = _last()
@@ -3839,7 +3839,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddEmptyNode')
 
     def cuGraphAddEmptyNode(hGraph, dependencies, numDependencies):
         """cuGraphAddEmptyNode(hGraph, dependencies, numDependencies) -> phGraphNode (CUgraphNode)
@@ -3851,7 +3851,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -3882,7 +3882,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if event.__class__ is not int: event, _k4 = _address(event)
             elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
             _v = _f1(hGraph, dependencies, numDependencies, event)
@@ -3896,7 +3896,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddEventRecordNode')
 
     def cuGraphAddEventRecordNode(hGraph, dependencies, numDependencies, event):
         """cuGraphAddEventRecordNode(hGraph, dependencies, numDependencies, event) -> phGraphNode (CUgraphNode)
@@ -3908,7 +3908,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if event.__class__ is not int: event, _k4 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         try:
@@ -3941,7 +3941,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if event.__class__ is not int: event, _k4 = _address(event)
             elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
             _v = _f1(hGraph, dependencies, numDependencies, event)
@@ -3955,7 +3955,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddEventWaitNode')
 
     def cuGraphAddEventWaitNode(hGraph, dependencies, numDependencies, event):
         """cuGraphAddEventWaitNode(hGraph, dependencies, numDependencies, event) -> phGraphNode (CUgraphNode)
@@ -3967,7 +3967,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if event.__class__ is not int: event, _k4 = _address(event)
         elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
         try:
@@ -4000,7 +4000,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -4014,7 +4014,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddExternalSemaphoresSignalNode')
 
     def cuGraphAddExternalSemaphoresSignalNode(hGraph, dependencies, numDependencies, nodeParams):
         """cuGraphAddExternalSemaphoresSignalNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -4026,7 +4026,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -4059,7 +4059,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -4073,7 +4073,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddExternalSemaphoresWaitNode')
 
     def cuGraphAddExternalSemaphoresWaitNode(hGraph, dependencies, numDependencies, nodeParams):
         """cuGraphAddExternalSemaphoresWaitNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -4085,7 +4085,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -4118,7 +4118,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -4132,7 +4132,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddHostNode')
 
     def cuGraphAddHostNode(hGraph, dependencies, numDependencies, nodeParams):
         """cuGraphAddHostNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -4144,7 +4144,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -4177,7 +4177,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -4191,7 +4191,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddKernelNode')
 
     def cuGraphAddKernelNode(hGraph, dependencies, numDependencies, nodeParams):
         """cuGraphAddKernelNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -4203,7 +4203,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -4236,7 +4236,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
@@ -4250,7 +4250,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddMemAllocNode')
 
     def cuGraphAddMemAllocNode(hGraph, dependencies, numDependencies, nodeParams):
         """cuGraphAddMemAllocNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -4262,7 +4262,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -4295,7 +4295,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
             elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
             _v = _f1(hGraph, dependencies, numDependencies, dptr)
@@ -4309,7 +4309,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddMemFreeNode')
 
     def cuGraphAddMemFreeNode(hGraph, dependencies, numDependencies, dptr):
         """cuGraphAddMemFreeNode(hGraph, dependencies, numDependencies, dptr) -> phGraphNode (CUgraphNode)
@@ -4321,7 +4321,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
         try:
@@ -4354,7 +4354,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
             elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
             if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -4370,7 +4370,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddMemcpyNode')
 
     def cuGraphAddMemcpyNode(hGraph, dependencies, numDependencies, copyParams, ctx):
         """cuGraphAddMemcpyNode(hGraph, dependencies, numDependencies, copyParams, ctx) -> phGraphNode (CUgraphNode)
@@ -4382,7 +4382,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
         elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
         if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -4417,7 +4417,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
             elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
             if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -4433,7 +4433,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddMemsetNode')
 
     def cuGraphAddMemsetNode(hGraph, dependencies, numDependencies, memsetParams, ctx):
         """cuGraphAddMemsetNode(hGraph, dependencies, numDependencies, memsetParams, ctx) -> phGraphNode (CUgraphNode)
@@ -4445,7 +4445,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
         elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
         if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
@@ -4482,7 +4482,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
             elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
             if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
             elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-            if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
             if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
             elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
             _v = _f1(hGraph, dependencies, dependencyData, numDependencies, nodeParams)
@@ -4496,7 +4496,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphAddNode')
 
     def cuGraphAddNode(hGraph, dependencies, dependencyData, numDependencies, nodeParams):
         """cuGraphAddNode(hGraph, dependencies, dependencyData, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
@@ -4510,7 +4510,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
         elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
         elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
         try:
@@ -4598,7 +4598,7 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphChildGraphNodeGetGraph')
 
     def cuGraphChildGraphNodeGetGraph(hNode):
         """cuGraphChildGraphNodeGetGraph(hNode) -> phGraph (CUgraph)
@@ -4647,7 +4647,7 @@ def _mk_cuGraphClone(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphClone')
 
     def cuGraphClone(originalGraph):
         """cuGraphClone(originalGraph) -> phGraphClone (CUgraph)
@@ -4687,8 +4687,8 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
             if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
             elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            if _chk and not 0 <= defaultLaunchValue <= 4294967295: _check('I', defaultLaunchValue, 'defaultLaunchValue')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= defaultLaunchValue <= 4294967295 or defaultLaunchValue.__class__ is not int and not isinstance(defaultLaunchValue, int)): _check('I', defaultLaunchValue, 'defaultLaunchValue')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(hGraph, ctx, defaultLaunchValue, flags)
             if _v == _S:
                 _rc = _last()
@@ -4700,7 +4700,7 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuGraphConditionalHandleCreate')
 
     def cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags):
         """cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags) -> pHandle_out (CUgraphConditionalHandle)
@@ -4712,8 +4712,8 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
         elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-        if _chk and not 0 <= defaultLaunchValue <= 4294967295: _check('I', defaultLaunchValue, 'defaultLaunchValue')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= defaultLaunchValue <= 4294967295 or defaultLaunchValue.__class__ is not int and not isinstance(defaultLaunchValue, int)): _check('I', defaultLaunchValue, 'defaultLaunchValue')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4740,7 +4740,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
             Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(flags)
             if _v == _S:
                 _rc = _last()
@@ -4752,7 +4752,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphCreate')
 
     def cuGraphCreate(flags):
         """cuGraphCreate(flags) -> phGraph (CUgraph)
@@ -4760,7 +4760,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
         Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -4789,7 +4789,7 @@ def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if path.__class__ is not int: path, _k1 = _cstring(path)
         elif _chk and not 0 <= path <= 18446744073709551615: _check('p', path, 'path')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(hGraph, path, flags)
         except _AE as _e:
@@ -4866,7 +4866,7 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphEventRecordNodeGetEvent')
 
     def cuGraphEventRecordNodeGetEvent(hNode):
         """cuGraphEventRecordNodeGetEvent(hNode) -> event_out (CUevent)
@@ -4938,7 +4938,7 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphEventWaitNodeGetEvent')
 
     def cuGraphEventWaitNodeGetEvent(hNode):
         """cuGraphEventWaitNodeGetEvent(hNode) -> event_out (CUevent)
@@ -5181,7 +5181,7 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuGraphExecGetFlags')
 
     def cuGraphExecGetFlags(hGraphExec):
         """cuGraphExecGetFlags(hGraphExec) -> flags (cuuint64_t)
@@ -5455,7 +5455,7 @@ def _mk_cuGraphExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
 def _mk_cuGraphGetEdges(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuGraphGetEdges')
 
     def cuGraphGetEdges(hGraph, from_, to, edgeData, numEdges):
         """cuGraphGetEdges(hGraph, from_, to, edgeData, numEdges) -> numEdges (size_t)
@@ -5492,7 +5492,7 @@ def _mk_cuGraphGetEdges(_fn, _b, _chk):
 def _mk_cuGraphGetNodes(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuGraphGetNodes')
 
     def cuGraphGetNodes(hGraph, nodes, numNodes):
         """cuGraphGetNodes(hGraph, nodes, numNodes) -> numNodes (size_t)
@@ -5525,7 +5525,7 @@ def _mk_cuGraphGetNodes(_fn, _b, _chk):
 def _mk_cuGraphGetRootNodes(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuGraphGetRootNodes')
 
     def cuGraphGetRootNodes(hGraph, rootNodes, numRootNodes):
         """cuGraphGetRootNodes(hGraph, rootNodes, numRootNodes) -> numRootNodes (size_t)
@@ -5614,7 +5614,7 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
             """
             if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
             elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
             _v = _f1(hGraph, flags)
             if _v == _S:
                 _rc = _last()
@@ -5626,7 +5626,7 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphInstantiate')
 
     def cuGraphInstantiate(hGraph, flags):
         """cuGraphInstantiate(hGraph, flags) -> phGraphExec (CUgraphExec)
@@ -5636,7 +5636,7 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
         """
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -5678,7 +5678,7 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphInstantiateWithParams')
 
     def cuGraphInstantiateWithParams(hGraph, instantiateParams):
         """cuGraphInstantiateWithParams(hGraph, instantiateParams) -> phGraphExec (CUgraphExec)
@@ -5739,7 +5739,7 @@ def _mk_cuGraphKernelNodeGetAttribute(_fn, _b, _chk):
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value_out.__class__ is not int: value_out, _k2 = _address(value_out)
         elif _chk and not 0 <= value_out <= 18446744073709551615: _check('p', value_out, 'value_out')
         try:
@@ -5786,7 +5786,7 @@ def _mk_cuGraphKernelNodeSetAttribute(_fn, _b, _chk):
         """
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -5892,7 +5892,7 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuGraphMemFreeNodeGetParams')
 
     def cuGraphMemFreeNodeGetParams(hNode):
         """cuGraphMemFreeNodeGetParams(hNode) -> dptr_out (CUdeviceptr)
@@ -6035,7 +6035,7 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphNodeFindInClone')
 
     def cuGraphNodeFindInClone(hOriginalNode, hClonedGraph):
         """cuGraphNodeFindInClone(hOriginalNode, hClonedGraph) -> phNode (CUgraphNode)
@@ -6065,7 +6065,7 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
 def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuGraphNodeGetDependencies')
 
     def cuGraphNodeGetDependencies(hNode, dependencies, edgeData, numDependencies):
         """cuGraphNodeGetDependencies(hNode, dependencies, edgeData, numDependencies) -> numDependencies (size_t)
@@ -6100,7 +6100,7 @@ def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
 def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuGraphNodeGetDependentNodes')
 
     def cuGraphNodeGetDependentNodes(hNode, dependentNodes, edgeData, numDependentNodes):
         """cuGraphNodeGetDependentNodes(hNode, dependentNodes, edgeData, numDependentNodes) -> numDependentNodes (size_t)
@@ -6158,7 +6158,7 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuGraphNodeGetEnabled')
 
     def cuGraphNodeGetEnabled(hGraphExec, hNode):
         """cuGraphNodeGetEnabled(hGraphExec, hNode) -> isEnabled (unsigned int)
@@ -6209,7 +6209,7 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuGraphNodeGetType')
 
     def cuGraphNodeGetType(hNode):
         """cuGraphNodeGetType(hNode) -> type (CUgraphNodeType)
@@ -6247,7 +6247,7 @@ def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
         elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-        if _chk and not 0 <= isEnabled <= 4294967295: _check('I', isEnabled, 'isEnabled')
+        if _chk and (not 0 <= isEnabled <= 4294967295 or isEnabled.__class__ is not int and not isinstance(isEnabled, int)): _check('I', isEnabled, 'isEnabled')
         try:
             _rc = _fn(hGraphExec, hNode, isEnabled)
         except _AE as _e:
@@ -6294,7 +6294,7 @@ def _mk_cuGraphReleaseUserObject(_fn, _b, _chk):
         elif _chk and not 0 <= graph <= 18446744073709551615: _check('p', graph, 'graph')
         if object.__class__ is not int: object, _k1 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         try:
             _rc = _fn(graph, object, count)
         except _AE as _e:
@@ -6322,7 +6322,7 @@ def _mk_cuGraphRemoveDependencies(_fn, _b, _chk):
         elif _chk and not 0 <= to <= 18446744073709551615: _check('p', to, 'to')
         if edgeData.__class__ is not int: edgeData, _k3 = _address(edgeData)
         elif _chk and not 0 <= edgeData <= 18446744073709551615: _check('p', edgeData, 'edgeData')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
         try:
             _rc = _fn(hGraph, from_, to, edgeData, numDependencies)
         except _AE as _e:
@@ -6346,8 +6346,8 @@ def _mk_cuGraphRetainUserObject(_fn, _b, _chk):
         elif _chk and not 0 <= graph <= 18446744073709551615: _check('p', graph, 'graph')
         if object.__class__ is not int: object, _k1 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(graph, object, count, flags)
         except _AE as _e:
@@ -6390,7 +6390,7 @@ def _mk_cuGraphicsMapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsMapResources (ABI version 3000): CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
@@ -6429,7 +6429,7 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphicsResourceGetMappedMipmappedArray')
 
     def cuGraphicsResourceGetMappedMipmappedArray(resource):
         """cuGraphicsResourceGetMappedMipmappedArray(resource) -> pMipmappedArray (CUmipmappedArray)
@@ -6458,7 +6458,7 @@ def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuGraphicsResourceGetMappedPointer')
 
     def cuGraphicsResourceGetMappedPointer(resource):
         """cuGraphicsResourceGetMappedPointer(resource) -> pDevPtr (CUdeviceptr), pSize (size_t)
@@ -6496,7 +6496,7 @@ def _mk_cuGraphicsResourceSetMapFlags(_fn, _b, _chk):
         """
         if resource.__class__ is not int: resource, _k0 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(resource, flags)
         except _AE as _e:
@@ -6520,8 +6520,8 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
             """
             if resource.__class__ is not int: resource, _k1 = _address(resource)
             elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-            if _chk and not 0 <= arrayIndex <= 4294967295: _check('I', arrayIndex, 'arrayIndex')
-            if _chk and not 0 <= mipLevel <= 4294967295: _check('I', mipLevel, 'mipLevel')
+            if _chk and (not 0 <= arrayIndex <= 4294967295 or arrayIndex.__class__ is not int and not isinstance(arrayIndex, int)): _check('I', arrayIndex, 'arrayIndex')
+            if _chk and (not 0 <= mipLevel <= 4294967295 or mipLevel.__class__ is not int and not isinstance(mipLevel, int)): _check('I', mipLevel, 'mipLevel')
             _v = _f1(resource, arrayIndex, mipLevel)
             if _v == _S:
                 _rc = _last()
@@ -6533,7 +6533,7 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGraphicsSubResourceGetMappedArray')
 
     def cuGraphicsSubResourceGetMappedArray(resource, arrayIndex, mipLevel):
         """cuGraphicsSubResourceGetMappedArray(resource, arrayIndex, mipLevel) -> pArray (CUarray)
@@ -6543,8 +6543,8 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
         """
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and not 0 <= arrayIndex <= 4294967295: _check('I', arrayIndex, 'arrayIndex')
-        if _chk and not 0 <= mipLevel <= 4294967295: _check('I', mipLevel, 'mipLevel')
+        if _chk and (not 0 <= arrayIndex <= 4294967295 or arrayIndex.__class__ is not int and not isinstance(arrayIndex, int)): _check('I', arrayIndex, 'arrayIndex')
+        if _chk and (not 0 <= mipLevel <= 4294967295 or mipLevel.__class__ is not int and not isinstance(mipLevel, int)): _check('I', mipLevel, 'mipLevel')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6569,7 +6569,7 @@ def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsUnmapResources (ABI version 3000): CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
@@ -6618,8 +6618,8 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
             """
             if desc.__class__ is not int: desc, _k1 = _address(desc)
             elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(desc, dev, flags)
             if _v == _S:
                 _rc = _last()
@@ -6631,7 +6631,7 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGreenCtxCreate')
 
     def cuGreenCtxCreate(desc, dev, flags):
         """cuGreenCtxCreate(desc, dev, flags) -> phCtx (CUgreenCtx)
@@ -6641,8 +6641,8 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
         """
         if desc.__class__ is not int: desc, _k1 = _address(desc)
         elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6692,7 +6692,7 @@ def _mk_cuGreenCtxGetDevResource(_fn, _b, _chk):
         elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
         if resource.__class__ is not int: resource, _k1 = _address(resource)
         elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         try:
             _rc = _fn(hCtx, resource, type)
         except _AE as _e:
@@ -6727,7 +6727,7 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuGreenCtxGetId')
 
     def cuGreenCtxGetId(greenCtx):
         """cuGreenCtxGetId(greenCtx) -> greenCtxId (unsigned long long)
@@ -6788,8 +6788,8 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
             """
             if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
             elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
-            if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+            if _chk and (not -2147483648 <= priority <= 2147483647 or priority.__class__ is not int and not isinstance(priority, int)): _check('i', priority, 'priority')
             _v = _f1(greenCtx, flags, priority)
             if _v == _S:
                 _rc = _last()
@@ -6801,7 +6801,7 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuGreenCtxStreamCreate')
 
     def cuGreenCtxStreamCreate(greenCtx, flags, priority):
         """cuGreenCtxStreamCreate(greenCtx, flags, priority) -> phStream (CUstream)
@@ -6811,8 +6811,8 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
         """
         if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
         elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
-        if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+        if _chk and (not -2147483648 <= priority <= 2147483647 or priority.__class__ is not int and not isinstance(priority, int)): _check('i', priority, 'priority')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -6875,7 +6875,7 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuImportExternalMemory')
 
     def cuImportExternalMemory(memHandleDesc):
         """cuImportExternalMemory(memHandleDesc) -> extMem_out (CUexternalMemory)
@@ -6924,7 +6924,7 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuImportExternalSemaphore')
 
     def cuImportExternalSemaphore(semHandleDesc):
         """cuImportExternalSemaphore(semHandleDesc) -> extSem_out (CUexternalSemaphore)
@@ -6958,7 +6958,7 @@ def _mk_cuInit(_fn, _b, _chk):
         Calls the driver's cuInit (ABI version 2000): CUresult cuInit(unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(Flags)
         except _AE as _e:
@@ -7040,7 +7040,7 @@ def _mk_cuIpcOpenEventHandle(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _s_handle = _b.struct_type('{[64]}')
-    _tls = _local()
+    _tls = _b.cells('cuIpcOpenEventHandle')
 
     def cuIpcOpenEventHandle(handle):
         """cuIpcOpenEventHandle(handle) -> phEvent (CUevent)
@@ -7068,7 +7068,7 @@ def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _s_handle = _b.struct_type('{[64]}')
-    _tls = _local()
+    _tls = _b.cells('cuIpcOpenMemHandle')
 
     def cuIpcOpenMemHandle(handle, Flags):
         """cuIpcOpenMemHandle(handle, Flags) -> pdptr (CUdeviceptr)
@@ -7077,7 +7077,7 @@ def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
         handle = _b.struct_value(_s_handle, handle, 'handle')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7104,10 +7104,10 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
             Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
             if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
             elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-            if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
             _v = _f1(attrib, kernel, dev)
             if _v == _S:
                 _rc = _last()
@@ -7119,7 +7119,7 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuKernelGetAttribute')
 
     def cuKernelGetAttribute(attrib, kernel, dev):
         """cuKernelGetAttribute(attrib, kernel, dev) -> pi (int)
@@ -7127,10 +7127,10 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
         Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7170,7 +7170,7 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuKernelGetFunction')
 
     def cuKernelGetFunction(kernel):
         """cuKernelGetFunction(kernel) -> pFunc (CUfunction)
@@ -7219,7 +7219,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuKernelGetLibrary')
 
     def cuKernelGetLibrary(kernel):
         """cuKernelGetLibrary(kernel) -> pLib (CUlibrary)
@@ -7247,7 +7247,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
 def _mk_cuKernelGetName(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuKernelGetName')
 
     def cuKernelGetName(hfunc):
         """cuKernelGetName(hfunc) -> name (const char *)
@@ -7276,7 +7276,7 @@ def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuKernelGetParamInfo')
 
     def cuKernelGetParamInfo(kernel, paramIndex):
         """cuKernelGetParamInfo(kernel, paramIndex) -> paramOffset (size_t), paramSize (size_t)
@@ -7287,7 +7287,7 @@ def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
         """
         if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and not 0 <= paramIndex <= 18446744073709551615: _check('z', paramIndex, 'paramIndex')
+        if _chk and (not 0 <= paramIndex <= 18446744073709551615 or paramIndex.__class__ is not int and not isinstance(paramIndex, int)): _check('z', paramIndex, 'paramIndex')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -7313,11 +7313,11 @@ def _mk_cuKernelSetAttribute(_fn, _b, _chk):
         Calls the driver's cuKernelSetAttribute (ABI version 12000): CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= attrib <= 4294967295: _check('I', attrib, 'attrib')
-        if _chk and not -2147483648 <= val <= 2147483647: _check('i', val, 'val')
+        if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
+        if _chk and (not -2147483648 <= val <= 2147483647 or val.__class__ is not int and not isinstance(val, int)): _check('i', val, 'val')
         if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(attrib, val, kernel, dev)
         except _AE as _e:
@@ -7339,8 +7339,8 @@ def _mk_cuKernelSetCacheConfig(_fn, _b, _chk):
         """
         if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
         elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-        if _chk and not 0 <= config <= 4294967295: _check('I', config, 'config')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= config <= 4294967295 or config.__class__ is not int and not isinstance(config, int)): _check('I', config, 'config')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(kernel, config, dev)
         except _AE as _e:
@@ -7383,13 +7383,13 @@ def _mk_cuLaunchCooperativeKernel(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and not 0 <= gridDimX <= 4294967295: _check('I', gridDimX, 'gridDimX')
-        if _chk and not 0 <= gridDimY <= 4294967295: _check('I', gridDimY, 'gridDimY')
-        if _chk and not 0 <= gridDimZ <= 4294967295: _check('I', gridDimZ, 'gridDimZ')
-        if _chk and not 0 <= blockDimX <= 4294967295: _check('I', blockDimX, 'blockDimX')
-        if _chk and not 0 <= blockDimY <= 4294967295: _check('I', blockDimY, 'blockDimY')
-        if _chk and not 0 <= blockDimZ <= 4294967295: _check('I', blockDimZ, 'blockDimZ')
-        if _chk and not 0 <= sharedMemBytes <= 4294967295: _check('I', sharedMemBytes, 'sharedMemBytes')
+        if _chk and (not 0 <= gridDimX <= 4294967295 or gridDimX.__class__ is not int and not isinstance(gridDimX, int)): _check('I', gridDimX, 'gridDimX')
+        if _chk and (not 0 <= gridDimY <= 4294967295 or gridDimY.__class__ is not int and not isinstance(gridDimY, int)): _check('I', gridDimY, 'gridDimY')
+        if _chk and (not 0 <= gridDimZ <= 4294967295 or gridDimZ.__class__ is not int and not isinstance(gridDimZ, int)): _check('I', gridDimZ, 'gridDimZ')
+        if _chk and (not 0 <= blockDimX <= 4294967295 or blockDimX.__class__ is not int and not isinstance(blockDimX, int)): _check('I', blockDimX, 'blockDimX')
+        if _chk and (not 0 <= blockDimY <= 4294967295 or blockDimY.__class__ is not int and not isinstance(blockDimY, int)): _check('I', blockDimY, 'blockDimY')
+        if _chk and (not 0 <= blockDimZ <= 4294967295 or blockDimZ.__class__ is not int and not isinstance(blockDimZ, int)): _check('I', blockDimZ, 'blockDimZ')
+        if _chk and (not 0 <= sharedMemBytes <= 4294967295 or sharedMemBytes.__class__ is not int and not isinstance(sharedMemBytes, int)): _check('I', sharedMemBytes, 'sharedMemBytes')
         if hStream.__class__ is not int: hStream, _k8 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if kernelParams.__class__ is not int: kernelParams, _k9 = _address(kernelParams)
@@ -7415,8 +7415,8 @@ def _mk_cuLaunchCooperativeKernelMultiDevice(_fn, _b, _chk):
         """
         if launchParamsList.__class__ is not int: launchParamsList, _k0 = _address(launchParamsList)
         elif _chk and not 0 <= launchParamsList <= 18446744073709551615: _check('p', launchParamsList, 'launchParamsList')
-        if _chk and not 0 <= numDevices <= 4294967295: _check('I', numDevices, 'numDevices')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= numDevices <= 4294967295 or numDevices.__class__ is not int and not isinstance(numDevices, int)): _check('I', numDevices, 'numDevices')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(launchParamsList, numDevices, flags)
         except _AE as _e:
@@ -7438,8 +7438,8 @@ def _mk_cuLaunchGrid(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and not -2147483648 <= grid_width <= 2147483647: _check('i', grid_width, 'grid_width')
-        if _chk and not -2147483648 <= grid_height <= 2147483647: _check('i', grid_height, 'grid_height')
+        if _chk and (not -2147483648 <= grid_width <= 2147483647 or grid_width.__class__ is not int and not isinstance(grid_width, int)): _check('i', grid_width, 'grid_width')
+        if _chk and (not -2147483648 <= grid_height <= 2147483647 or grid_height.__class__ is not int and not isinstance(grid_height, int)): _check('i', grid_height, 'grid_height')
         try:
             _rc = _fn(f, grid_width, grid_height)
         except _AE as _e:
@@ -7461,8 +7461,8 @@ def _mk_cuLaunchGridAsync(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and not -2147483648 <= grid_width <= 2147483647: _check('i', grid_width, 'grid_width')
-        if _chk and not -2147483648 <= grid_height <= 2147483647: _check('i', grid_height, 'grid_height')
+        if _chk and (not -2147483648 <= grid_width <= 2147483647 or grid_width.__class__ is not int and not isinstance(grid_width, int)): _check('i', grid_width, 'grid_width')
+        if _chk and (not -2147483648 <= grid_height <= 2147483647 or grid_height.__class__ is not int and not isinstance(grid_height, int)): _check('i', grid_height, 'grid_height')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -7511,13 +7511,13 @@ def _mk_cuLaunchKernel(_fn, _b, _chk):
         """
         if f.__class__ is not int: f, _k0 = _address(f)
         elif _chk and not 0 <= f <= 18446744073709551615: _check('p', f, 'f')
-        if _chk and not 0 <= gridDimX <= 4294967295: _check('I', gridDimX, 'gridDimX')
-        if _chk and not 0 <= gridDimY <= 4294967295: _check('I', gridDimY, 'gridDimY')
-        if _chk and not 0 <= gridDimZ <= 4294967295: _check('I', gridDimZ, 'gridDimZ')
-        if _chk and not 0 <= blockDimX <= 4294967295: _check('I', blockDimX, 'blockDimX')
-        if _chk and not 0 <= blockDimY <= 4294967295: _check('I', blockDimY, 'blockDimY')
-        if _chk and not 0 <= blockDimZ <= 4294967295: _check('I', blockDimZ, 'blockDimZ')
-        if _chk and not 0 <= sharedMemBytes <= 4294967295: _check('I', sharedMemBytes, 'sharedMemBytes')
+        if _chk and (not 0 <= gridDimX <= 4294967295 or gridDimX.__class__ is not int and not isinstance(gridDimX, int)): _check('I', gridDimX, 'gridDimX')
+        if _chk and (not 0 <= gridDimY <= 4294967295 or gridDimY.__class__ is not int and not isinstance(gridDimY, int)): _check('I', gridDimY, 'gridDimY')
+        if _chk and (not 0 <= gridDimZ <= 4294967295 or gridDimZ.__class__ is not int and not isinstance(gridDimZ, int)): _check('I', gridDimZ, 'gridDimZ')
+        if _chk and (not 0 <= blockDimX <= 4294967295 or blockDimX.__class__ is not int and not isinstance(blockDimX, int)): _check('I', blockDimX, 'blockDimX')
+        if _chk and (not 0 <= blockDimY <= 4294967295 or blockDimY.__class__ is not int and not isinstance(blockDimY, int)): _check('I', blockDimY, 'blockDimY')
+        if _chk and (not 0 <= blockDimZ <= 4294967295 or blockDimZ.__class__ is not int and not isinstance(blockDimZ, int)): _check('I', blockDimZ, 'blockDimZ')
+        if _chk and (not 0 <= sharedMemBytes <= 4294967295 or sharedMemBytes.__class__ is not int and not isinstance(sharedMemBytes, int)): _check('I', sharedMemBytes, 'sharedMemBytes')
         if hStream.__class__ is not int: hStream, _k8 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if kernelParams.__class__ is not int: kernelParams, _k9 = _address(kernelParams)
@@ -7572,7 +7572,7 @@ def _mk_cuLibraryEnumerateKernels(_fn, _b, _chk):
         """
         if kernels.__class__ is not int: kernels, _k0 = _address(kernels)
         elif _chk and not 0 <= kernels <= 18446744073709551615: _check('p', kernels, 'kernels')
-        if _chk and not 0 <= numKernels <= 4294967295: _check('I', numKernels, 'numKernels')
+        if _chk and (not 0 <= numKernels <= 4294967295 or numKernels.__class__ is not int and not isinstance(numKernels, int)): _check('I', numKernels, 'numKernels')
         if lib.__class__ is not int: lib, _k2 = _address(lib)
         elif _chk and not 0 <= lib <= 18446744073709551615: _check('p', lib, 'lib')
         try:
@@ -7589,7 +7589,7 @@ def _mk_cuLibraryGetGlobal(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryGetGlobal')
 
     def cuLibraryGetGlobal(library, name):
         """cuLibraryGetGlobal(library, name) -> dptr (CUdeviceptr), bytes (size_t)
@@ -7644,7 +7644,7 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryGetKernel')
 
     def cuLibraryGetKernel(library, name):
         """cuLibraryGetKernel(library, name) -> pKernel (CUkernel)
@@ -7695,7 +7695,7 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryGetKernelCount')
 
     def cuLibraryGetKernelCount(lib):
         """cuLibraryGetKernelCount(lib) -> count (unsigned int)
@@ -7724,7 +7724,7 @@ def _mk_cuLibraryGetManaged(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryGetManaged')
 
     def cuLibraryGetManaged(library, name):
         """cuLibraryGetManaged(library, name) -> dptr (CUdeviceptr), bytes (size_t)
@@ -7777,7 +7777,7 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryGetModule')
 
     def cuLibraryGetModule(library):
         """cuLibraryGetModule(library) -> pMod (CUmodule)
@@ -7828,7 +7828,7 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryGetUnifiedFunction')
 
     def cuLibraryGetUnifiedFunction(library, symbol):
         """cuLibraryGetUnifiedFunction(library, symbol) -> fptr (void *)
@@ -7872,12 +7872,12 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
             elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
             if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
             elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-            if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
+            if _chk and (not 0 <= numJitOptions <= 4294967295 or numJitOptions.__class__ is not int and not isinstance(numJitOptions, int)): _check('I', numJitOptions, 'numJitOptions')
             if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
             elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
             if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
             elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-            if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
+            if _chk and (not 0 <= numLibraryOptions <= 4294967295 or numLibraryOptions.__class__ is not int and not isinstance(numLibraryOptions, int)): _check('I', numLibraryOptions, 'numLibraryOptions')
             _v = _f1(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
             if _v == _S:
                 _rc = _last()
@@ -7889,7 +7889,7 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryLoadData')
 
     def cuLibraryLoadData(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions):
         """cuLibraryLoadData(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) -> library (CUlibrary)
@@ -7903,12 +7903,12 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
         elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
         if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
         elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-        if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
+        if _chk and (not 0 <= numJitOptions <= 4294967295 or numJitOptions.__class__ is not int and not isinstance(numJitOptions, int)): _check('I', numJitOptions, 'numJitOptions')
         if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
         elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
         if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
         elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-        if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
+        if _chk and (not 0 <= numLibraryOptions <= 4294967295 or numLibraryOptions.__class__ is not int and not isinstance(numLibraryOptions, int)): _check('I', numLibraryOptions, 'numLibraryOptions')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -7941,12 +7941,12 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
             elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
             if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
             elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-            if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
+            if _chk and (not 0 <= numJitOptions <= 4294967295 or numJitOptions.__class__ is not int and not isinstance(numJitOptions, int)): _check('I', numJitOptions, 'numJitOptions')
             if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
             elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
             if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
             elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-            if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
+            if _chk and (not 0 <= numLibraryOptions <= 4294967295 or numLibraryOptions.__class__ is not int and not isinstance(numLibraryOptions, int)): _check('I', numLibraryOptions, 'numLibraryOptions')
             _v = _f1(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
             if _v == _S:
                 _rc = _last()
@@ -7958,7 +7958,7 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLibraryLoadFromFile')
 
     def cuLibraryLoadFromFile(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions):
         """cuLibraryLoadFromFile(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) -> library (CUlibrary)
@@ -7972,12 +7972,12 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
         elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
         if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
         elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-        if _chk and not 0 <= numJitOptions <= 4294967295: _check('I', numJitOptions, 'numJitOptions')
+        if _chk and (not 0 <= numJitOptions <= 4294967295 or numJitOptions.__class__ is not int and not isinstance(numJitOptions, int)): _check('I', numJitOptions, 'numJitOptions')
         if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
         elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
         if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
         elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-        if _chk and not 0 <= numLibraryOptions <= 4294967295: _check('I', numLibraryOptions, 'numLibraryOptions')
+        if _chk and (not 0 <= numLibraryOptions <= 4294967295 or numLibraryOptions.__class__ is not int and not isinstance(numLibraryOptions, int)): _check('I', numLibraryOptions, 'numLibraryOptions')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8025,13 +8025,13 @@ def _mk_cuLinkAddData(_fn, _b, _chk):
         """
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         if data.__class__ is not int: data, _k2 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
         if name.__class__ is not int: name, _k4 = _cstring(name)
         elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
+        if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k6 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k7 = _address(optionValues)
@@ -8057,10 +8057,10 @@ def _mk_cuLinkAddFile(_fn, _b, _chk):
         """
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         if path.__class__ is not int: path, _k2 = _cstring(path)
         elif _chk and not 0 <= path <= 18446744073709551615: _check('p', path, 'path')
-        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
+        if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k4 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k5 = _address(optionValues)
@@ -8079,7 +8079,7 @@ def _mk_cuLinkComplete(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuLinkComplete')
 
     def cuLinkComplete(state):
         """cuLinkComplete(state) -> cubinOut (void *), sizeOut (size_t)
@@ -8117,7 +8117,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
             Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
+            if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
             if options.__class__ is not int: options, _k1 = _address(options)
             elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
             if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
@@ -8133,7 +8133,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLinkCreate')
 
     def cuLinkCreate(numOptions, options, optionValues):
         """cuLinkCreate(numOptions, options, optionValues) -> stateOut (CUlinkState)
@@ -8141,7 +8141,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
         Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
+        if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k1 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
@@ -8193,7 +8193,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
             Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(flags)
             if _v == _S:
                 _rc = _last()
@@ -8205,7 +8205,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuLogsCurrent')
 
     def cuLogsCurrent(flags):
         """cuLogsCurrent(flags) -> iterator_out (CUlogIterator)
@@ -8213,7 +8213,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
         Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8242,7 +8242,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
             """
             if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
             elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(pathToFile, flags)
             if _v == _S:
                 _rc = _last()
@@ -8254,7 +8254,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuLogsDumpToFile')
 
     def cuLogsDumpToFile(pathToFile, flags):
         """cuLogsDumpToFile(pathToFile, flags) -> iterator (CUlogIterator)
@@ -8264,7 +8264,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
         """
         if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
         elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8284,7 +8284,7 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuLogsDumpToMemory')
 
     def cuLogsDumpToMemory(iterator, buffer, size, flags):
         """cuLogsDumpToMemory(iterator, buffer, size, flags) -> iterator (CUlogIterator), size (size_t)
@@ -8296,7 +8296,7 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
         """
         if buffer.__class__ is not int: buffer, _k1 = _address(buffer)
         elif _chk and not 0 <= buffer <= 18446744073709551615: _check('p', buffer, 'buffer')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -8343,7 +8343,7 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuLogsRegisterCallback')
 
     def cuLogsRegisterCallback(callbackFunc, userData):
         """cuLogsRegisterCallback(callbackFunc, userData) -> callback_out (CUlogsCallbackHandle)
@@ -8402,7 +8402,7 @@ def _mk_cuMemAddressFree(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
         try:
             _rc = _fn(ptr, size)
         except _AE as _e:
@@ -8424,11 +8424,11 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
             Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
-            if _chk and not 0 <= alignment <= 18446744073709551615: _check('z', alignment, 'alignment')
+            if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+            if _chk and (not 0 <= alignment <= 18446744073709551615 or alignment.__class__ is not int and not isinstance(alignment, int)): _check('z', alignment, 'alignment')
             if addr.__class__ is not int: addr, _k3 = _address(addr)
             elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
             _v = _f1(size, alignment, addr, flags)
             if _v == _S:
                 _rc = _last()
@@ -8440,7 +8440,7 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemAddressReserve')
 
     def cuMemAddressReserve(size, alignment, addr, flags):
         """cuMemAddressReserve(size, alignment, addr, flags) -> ptr (CUdeviceptr)
@@ -8448,11 +8448,11 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
         Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
-        if _chk and not 0 <= alignment <= 18446744073709551615: _check('z', alignment, 'alignment')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= alignment <= 18446744073709551615 or alignment.__class__ is not int and not isinstance(alignment, int)): _check('z', alignment, 'alignment')
         if addr.__class__ is not int: addr, _k3 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8480,8 +8480,8 @@ def _mk_cuMemAdvise(_fn, _b, _chk):
         """
         if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
-        if _chk and not 0 <= advice <= 4294967295: _check('I', advice, 'advice')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
+        if _chk and (not 0 <= advice <= 4294967295 or advice.__class__ is not int and not isinstance(advice, int)): _check('I', advice, 'advice')
         location = _b.struct_value(_s_location, location, 'location')
         try:
             _rc = _fn(devPtr, count, advice, location)
@@ -8504,7 +8504,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
             Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
             _v = _f1(bytesize)
             if _v == _S:
                 _rc = _last()
@@ -8516,7 +8516,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemAlloc')
 
     def cuMemAlloc(bytesize):
         """cuMemAlloc(bytesize) -> dptr (CUdeviceptr)
@@ -8524,7 +8524,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
         Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8551,7 +8551,7 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
             Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
             if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
             elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
             _v = _f1(bytesize, hStream)
@@ -8565,7 +8565,7 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemAllocAsync')
 
     def cuMemAllocAsync(bytesize, hStream):
         """cuMemAllocAsync(bytesize, hStream) -> dptr (CUdeviceptr)
@@ -8573,7 +8573,7 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
         Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -8602,7 +8602,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
             Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
             if pool.__class__ is not int: pool, _k2 = _address(pool)
             elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
             if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -8618,7 +8618,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemAllocFromPoolAsync')
 
     def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
         """cuMemAllocFromPoolAsync(bytesize, pool, hStream) -> dptr (CUdeviceptr)
@@ -8626,7 +8626,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
         Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
         if pool.__class__ is not int: pool, _k2 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
@@ -8657,7 +8657,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
             Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
             _v = _f1(bytesize)
             if _v == _S:
                 _rc = _last()
@@ -8669,7 +8669,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMemAllocHost')
 
     def cuMemAllocHost(bytesize):
         """cuMemAllocHost(bytesize) -> pp (void *)
@@ -8677,7 +8677,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
         Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8704,8 +8704,8 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
             Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(bytesize, flags)
             if _v == _S:
                 _rc = _last()
@@ -8717,7 +8717,7 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemAllocManaged')
 
     def cuMemAllocManaged(bytesize, flags):
         """cuMemAllocManaged(bytesize, flags) -> dptr (CUdeviceptr)
@@ -8725,8 +8725,8 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
         Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8746,7 +8746,7 @@ def _mk_cuMemAllocPitch(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuMemAllocPitch')
 
     def cuMemAllocPitch(WidthInBytes, Height, ElementSizeBytes):
         """cuMemAllocPitch(WidthInBytes, Height, ElementSizeBytes) -> dptr (CUdeviceptr), pPitch (size_t)
@@ -8755,9 +8755,9 @@ def _mk_cuMemAllocPitch(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= WidthInBytes <= 18446744073709551615: _check('z', WidthInBytes, 'WidthInBytes')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
-        if _chk and not 0 <= ElementSizeBytes <= 4294967295: _check('I', ElementSizeBytes, 'ElementSizeBytes')
+        if _chk and (not 0 <= WidthInBytes <= 18446744073709551615 or WidthInBytes.__class__ is not int and not isinstance(WidthInBytes, int)): _check('z', WidthInBytes, 'WidthInBytes')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
+        if _chk and (not 0 <= ElementSizeBytes <= 4294967295 or ElementSizeBytes.__class__ is not int and not isinstance(ElementSizeBytes, int)): _check('I', ElementSizeBytes, 'ElementSizeBytes')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -8787,8 +8787,8 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
             """
             if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
             elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-            if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             if stream.__class__ is not int: stream, _k4 = _address(stream)
             elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
             _v = _f1(paramsArray, count, flags, stream)
@@ -8802,7 +8802,7 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuMemBatchDecompressAsync')
 
     def cuMemBatchDecompressAsync(paramsArray, count, flags, stream):
         """cuMemBatchDecompressAsync(paramsArray, count, flags, stream) -> errorIndex (size_t)
@@ -8812,8 +8812,8 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
         """
         if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         if stream.__class__ is not int: stream, _k4 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         try:
@@ -8842,10 +8842,10 @@ def _mk_cuMemCreate(_fn, _b, _chk):
             Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+            if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
             if prop.__class__ is not int: prop, _k2 = _address(prop)
             elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
             _v = _f1(size, prop, flags)
             if _v == _S:
                 _rc = _last()
@@ -8857,7 +8857,7 @@ def _mk_cuMemCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemCreate')
 
     def cuMemCreate(size, prop, flags):
         """cuMemCreate(size, prop, flags) -> handle (CUmemGenericAllocationHandle)
@@ -8865,10 +8865,10 @@ def _mk_cuMemCreate(_fn, _b, _chk):
         Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
         if prop.__class__ is not int: prop, _k2 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -8897,13 +8897,13 @@ def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         if prefetchLocs.__class__ is not int: prefetchLocs, _k3 = _address(prefetchLocs)
         elif _chk and not 0 <= prefetchLocs <= 18446744073709551615: _check('p', prefetchLocs, 'prefetchLocs')
         if prefetchLocIdxs.__class__ is not int: prefetchLocIdxs, _k4 = _address(prefetchLocIdxs)
         elif _chk and not 0 <= prefetchLocIdxs <= 18446744073709551615: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
-        if _chk and not 0 <= numPrefetchLocs <= 18446744073709551615: _check('z', numPrefetchLocs, 'numPrefetchLocs')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= numPrefetchLocs <= 18446744073709551615 or numPrefetchLocs.__class__ is not int and not isinstance(numPrefetchLocs, int)): _check('z', numPrefetchLocs, 'numPrefetchLocs')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -8929,8 +8929,8 @@ def _mk_cuMemDiscardBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -8954,9 +8954,9 @@ def _mk_cuMemExportToShareableHandle(_fn, _b, _chk):
         """
         if shareableHandle.__class__ is not int: shareableHandle, _k0 = _address(shareableHandle)
         elif _chk and not 0 <= shareableHandle <= 18446744073709551615: _check('p', shareableHandle, 'shareableHandle')
-        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
-        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= handle <= 18446744073709551615 or handle.__class__ is not int and not isinstance(handle, int)): _check('Q', handle, 'handle')
+        if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _rc = _fn(shareableHandle, handle, handleType, flags)
         except _AE as _e:
@@ -9058,7 +9058,7 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemGetAccess')
 
     def cuMemGetAccess(location, ptr):
         """cuMemGetAccess(location, ptr) -> flags (unsigned long long)
@@ -9089,7 +9089,7 @@ def _mk_cuMemGetAddressRange(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuMemGetAddressRange')
 
     def cuMemGetAddressRange(dptr):
         """cuMemGetAddressRange(dptr) -> pbase (CUdeviceptr), psize (size_t)
@@ -9129,7 +9129,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
             """
             if prop.__class__ is not int: prop, _k1 = _address(prop)
             elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
+            if _chk and (not 0 <= option <= 4294967295 or option.__class__ is not int and not isinstance(option, int)): _check('I', option, 'option')
             _v = _f1(prop, option)
             if _v == _S:
                 _rc = _last()
@@ -9141,7 +9141,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuMemGetAllocationGranularity')
 
     def cuMemGetAllocationGranularity(prop, option):
         """cuMemGetAllocationGranularity(prop, option) -> granularity (size_t)
@@ -9151,7 +9151,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
+        if _chk and (not 0 <= option <= 4294967295 or option.__class__ is not int and not isinstance(option, int)): _check('I', option, 'option')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9178,7 +9178,7 @@ def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k0 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
+        if _chk and (not 0 <= handle <= 18446744073709551615 or handle.__class__ is not int and not isinstance(handle, int)): _check('Q', handle, 'handle')
         try:
             _rc = _fn(prop, handle)
         except _AE as _e:
@@ -9202,7 +9202,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
             """
             if location.__class__ is not int: location, _k1 = _address(location)
             elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+            if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
             _v = _f1(location, type)
             if _v == _S:
                 _rc = _last()
@@ -9214,7 +9214,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMemGetDefaultMemPool')
 
     def cuMemGetDefaultMemPool(location, type):
         """cuMemGetDefaultMemPool(location, type) -> pool_out (CUmemoryPool)
@@ -9224,7 +9224,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k1 = _address(location)
         elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9253,9 +9253,9 @@ def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
         elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
-        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _rc = _fn(handle, dptr, size, handleType, flags)
         except _AE as _e:
@@ -9270,7 +9270,7 @@ def _mk_cuMemGetInfo(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuMemGetInfo')
 
     def cuMemGetInfo():
         """cuMemGetInfo() -> free (size_t), total (size_t)
@@ -9308,7 +9308,7 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
             """
             if location.__class__ is not int: location, _k1 = _address(location)
             elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+            if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
             _v = _f1(location, type)
             if _v == _S:
                 _rc = _last()
@@ -9320,7 +9320,7 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMemGetMemPool')
 
     def cuMemGetMemPool(location, type):
         """cuMemGetMemPool(location, type) -> pool (CUmemoryPool)
@@ -9330,7 +9330,7 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k1 = _address(location)
         elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9357,8 +9357,8 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
             Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
-            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
+            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
             _v = _f1(bytesize, Flags)
             if _v == _S:
                 _rc = _last()
@@ -9370,7 +9370,7 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMemHostAlloc')
 
     def cuMemHostAlloc(bytesize, Flags):
         """cuMemHostAlloc(bytesize, Flags) -> pp (void *)
@@ -9378,8 +9378,8 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
         Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9408,7 +9408,7 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
             """
             if p.__class__ is not int: p, _k1 = _address(p)
             elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
             _v = _f1(p, Flags)
             if _v == _S:
                 _rc = _last()
@@ -9420,7 +9420,7 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemHostGetDevicePointer')
 
     def cuMemHostGetDevicePointer(p, Flags):
         """cuMemHostGetDevicePointer(p, Flags) -> pdptr (CUdeviceptr)
@@ -9430,7 +9430,7 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
         """
         if p.__class__ is not int: p, _k1 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9470,7 +9470,7 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuMemHostGetFlags')
 
     def cuMemHostGetFlags(p):
         """cuMemHostGetFlags(p) -> pFlags (unsigned int)
@@ -9506,8 +9506,8 @@ def _mk_cuMemHostRegister(_fn, _b, _chk):
         """
         if p.__class__ is not int: p, _k0 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-        if _chk and not 0 <= bytesize <= 18446744073709551615: _check('z', bytesize, 'bytesize')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(p, bytesize, Flags)
         except _AE as _e:
@@ -9552,7 +9552,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
             """
             if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
             elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
-            if _chk and not 0 <= shHandleType <= 4294967295: _check('I', shHandleType, 'shHandleType')
+            if _chk and (not 0 <= shHandleType <= 4294967295 or shHandleType.__class__ is not int and not isinstance(shHandleType, int)): _check('I', shHandleType, 'shHandleType')
             _v = _f1(osHandle, shHandleType)
             if _v == _S:
                 _rc = _last()
@@ -9564,7 +9564,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemImportFromShareableHandle')
 
     def cuMemImportFromShareableHandle(osHandle, shHandleType):
         """cuMemImportFromShareableHandle(osHandle, shHandleType) -> handle (CUmemGenericAllocationHandle)
@@ -9574,7 +9574,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
         """
         if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
         elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
-        if _chk and not 0 <= shHandleType <= 4294967295: _check('I', shHandleType, 'shHandleType')
+        if _chk and (not 0 <= shHandleType <= 4294967295 or shHandleType.__class__ is not int and not isinstance(shHandleType, int)): _check('I', shHandleType, 'shHandleType')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9601,10 +9601,10 @@ def _mk_cuMemMap(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
-        if _chk and not 0 <= offset <= 18446744073709551615: _check('z', offset, 'offset')
-        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= offset <= 18446744073709551615 or offset.__class__ is not int and not isinstance(offset, int)): _check('z', offset, 'offset')
+        if _chk and (not 0 <= handle <= 18446744073709551615 or handle.__class__ is not int and not isinstance(handle, int)): _check('Q', handle, 'handle')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _rc = _fn(ptr, size, offset, handle, flags)
         except _AE as _e:
@@ -9626,7 +9626,7 @@ def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
         """
         if mapInfoList.__class__ is not int: mapInfoList, _k0 = _address(mapInfoList)
         elif _chk and not 0 <= mapInfoList <= 18446744073709551615: _check('p', mapInfoList, 'mapInfoList')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -9663,7 +9663,7 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMemPoolCreate')
 
     def cuMemPoolCreate(poolProps):
         """cuMemPoolCreate(poolProps) -> pool (CUmemoryPool)
@@ -9745,8 +9745,8 @@ def _mk_cuMemPoolExportToShareableHandle(_fn, _b, _chk):
         elif _chk and not 0 <= handle_out <= 18446744073709551615: _check('p', handle_out, 'handle_out')
         if pool.__class__ is not int: pool, _k1 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _rc = _fn(handle_out, pool, handleType, flags)
         except _AE as _e:
@@ -9783,7 +9783,7 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuMemPoolGetAccess')
 
     def cuMemPoolGetAccess(memPool, location):
         """cuMemPoolGetAccess(memPool, location) -> flags (CUmemAccess_flags)
@@ -9821,7 +9821,7 @@ def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -9847,8 +9847,8 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
             """
             if handle.__class__ is not int: handle, _k1 = _address(handle)
             elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
-            if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
-            if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+            if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
             _v = _f1(handle, handleType, flags)
             if _v == _S:
                 _rc = _last()
@@ -9860,7 +9860,7 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMemPoolImportFromShareableHandle')
 
     def cuMemPoolImportFromShareableHandle(handle, handleType, flags):
         """cuMemPoolImportFromShareableHandle(handle, handleType, flags) -> pool_out (CUmemoryPool)
@@ -9870,8 +9870,8 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
         """
         if handle.__class__ is not int: handle, _k1 = _address(handle)
         elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
-        if _chk and not 0 <= handleType <= 4294967295: _check('I', handleType, 'handleType')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -9913,7 +9913,7 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemPoolImportPointer')
 
     def cuMemPoolImportPointer(pool, shareData):
         """cuMemPoolImportPointer(pool, shareData) -> ptr_out (CUdeviceptr)
@@ -9953,7 +9953,7 @@ def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if map.__class__ is not int: map, _k1 = _address(map)
         elif _chk and not 0 <= map <= 18446744073709551615: _check('p', map, 'map')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         try:
             _rc = _fn(pool, map, count)
         except _AE as _e:
@@ -9975,7 +9975,7 @@ def _mk_cuMemPoolSetAttribute(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -9999,7 +9999,7 @@ def _mk_cuMemPoolTrimTo(_fn, _b, _chk):
         """
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-        if _chk and not 0 <= minBytesToKeep <= 18446744073709551615: _check('z', minBytesToKeep, 'minBytesToKeep')
+        if _chk and (not 0 <= minBytesToKeep <= 18446744073709551615 or minBytesToKeep.__class__ is not int and not isinstance(minBytesToKeep, int)): _check('z', minBytesToKeep, 'minBytesToKeep')
         try:
             _rc = _fn(pool, minBytesToKeep)
         except _AE as _e:
@@ -10022,9 +10022,9 @@ def _mk_cuMemPrefetchAsync(_fn, _b, _chk):
         """
         if devPtr.__class__ is not int: devPtr, _k0 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         location = _b.struct_value(_s_location, location, 'location')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10050,13 +10050,13 @@ def _mk_cuMemPrefetchBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         if prefetchLocs.__class__ is not int: prefetchLocs, _k3 = _address(prefetchLocs)
         elif _chk and not 0 <= prefetchLocs <= 18446744073709551615: _check('p', prefetchLocs, 'prefetchLocs')
         if prefetchLocIdxs.__class__ is not int: prefetchLocIdxs, _k4 = _address(prefetchLocIdxs)
         elif _chk and not 0 <= prefetchLocIdxs <= 18446744073709551615: _check('p', prefetchLocIdxs, 'prefetchLocIdxs')
-        if _chk and not 0 <= numPrefetchLocs <= 18446744073709551615: _check('z', numPrefetchLocs, 'numPrefetchLocs')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= numPrefetchLocs <= 18446744073709551615 or numPrefetchLocs.__class__ is not int and not isinstance(numPrefetchLocs, int)): _check('z', numPrefetchLocs, 'numPrefetchLocs')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10080,11 +10080,11 @@ def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
         """
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
-        if _chk and not 0 <= dataSize <= 18446744073709551615: _check('z', dataSize, 'dataSize')
-        if _chk and not 0 <= attribute <= 4294967295: _check('I', attribute, 'attribute')
+        if _chk and (not 0 <= dataSize <= 18446744073709551615 or dataSize.__class__ is not int and not isinstance(dataSize, int)): _check('z', dataSize, 'dataSize')
+        if _chk and (not 0 <= attribute <= 4294967295 or attribute.__class__ is not int and not isinstance(attribute, int)): _check('I', attribute, 'attribute')
         if devPtr.__class__ is not int: devPtr, _k3 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         try:
             _rc = _fn(data, dataSize, attribute, devPtr, count)
         except _AE as _e:
@@ -10110,10 +10110,10 @@ def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
         elif _chk and not 0 <= dataSizes <= 18446744073709551615: _check('p', dataSizes, 'dataSizes')
         if attributes.__class__ is not int: attributes, _k2 = _address(attributes)
         elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
-        if _chk and not 0 <= numAttributes <= 18446744073709551615: _check('z', numAttributes, 'numAttributes')
+        if _chk and (not 0 <= numAttributes <= 18446744073709551615 or numAttributes.__class__ is not int and not isinstance(numAttributes, int)): _check('z', numAttributes, 'numAttributes')
         if devPtr.__class__ is not int: devPtr, _k4 = _address(devPtr)
         elif _chk and not 0 <= devPtr <= 18446744073709551615: _check('Q', devPtr, 'devPtr')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         try:
             _rc = _fn(data, dataSizes, attributes, numAttributes, devPtr, count)
         except _AE as _e:
@@ -10133,7 +10133,7 @@ def _mk_cuMemRelease(_fn, _b, _chk):
         Calls the driver's cuMemRelease (ABI version 10020): CUresult cuMemRelease(CUmemGenericAllocationHandle handle).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= handle <= 18446744073709551615: _check('Q', handle, 'handle')
+        if _chk and (not 0 <= handle <= 18446744073709551615 or handle.__class__ is not int and not isinstance(handle, int)): _check('Q', handle, 'handle')
         try:
             _rc = _fn(handle)
         except _AE as _e:
@@ -10168,7 +10168,7 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMemRetainAllocationHandle')
 
     def cuMemRetainAllocationHandle(addr):
         """cuMemRetainAllocationHandle(addr) -> handle (CUmemGenericAllocationHandle)
@@ -10204,10 +10204,10 @@ def _mk_cuMemSetAccess(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
         if desc.__class__ is not int: desc, _k2 = _address(desc)
         elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         try:
             _rc = _fn(ptr, size, desc, count)
         except _AE as _e:
@@ -10229,7 +10229,7 @@ def _mk_cuMemSetMemPool(_fn, _b, _chk):
         """
         if location.__class__ is not int: location, _k0 = _address(location)
         elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-        if _chk and not 0 <= type <= 4294967295: _check('I', type, 'type')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
         if pool.__class__ is not int: pool, _k2 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         try:
@@ -10253,7 +10253,7 @@ def _mk_cuMemUnmap(_fn, _b, _chk):
         """
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
         try:
             _rc = _fn(ptr, size)
         except _AE as _e:
@@ -10277,7 +10277,7 @@ def _mk_cuMemcpy(_fn, _b, _chk):
         elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
         elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dst, src, ByteCount)
         except _AE as _e:
@@ -10406,10 +10406,10 @@ def _mk_cuMemcpy3DBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpy3DBatchAsync (ABI version 13000): CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= numOps <= 18446744073709551615: _check('z', numOps, 'numOps')
+        if _chk and (not 0 <= numOps <= 18446744073709551615 or numOps.__class__ is not int and not isinstance(numOps, int)): _check('z', numOps, 'numOps')
         if opList.__class__ is not int: opList, _k1 = _address(opList)
         elif _chk and not 0 <= opList <= 18446744073709551615: _check('p', opList, 'opList')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10479,7 +10479,7 @@ def _mk_cuMemcpyAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
         if src.__class__ is not int: src, _k1 = _address(src)
         elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10503,11 +10503,11 @@ def _mk_cuMemcpyAtoA(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
+        if _chk and (not 0 <= dstOffset <= 18446744073709551615 or dstOffset.__class__ is not int and not isinstance(dstOffset, int)): _check('z', dstOffset, 'dstOffset')
         if srcArray.__class__ is not int: srcArray, _k2 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= srcOffset <= 18446744073709551615 or srcOffset.__class__ is not int and not isinstance(srcOffset, int)): _check('z', srcOffset, 'srcOffset')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstArray, dstOffset, srcArray, srcOffset, ByteCount)
         except _AE as _e:
@@ -10531,8 +10531,8 @@ def _mk_cuMemcpyAtoD(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= srcOffset <= 18446744073709551615 or srcOffset.__class__ is not int and not isinstance(srcOffset, int)): _check('z', srcOffset, 'srcOffset')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstDevice, srcArray, srcOffset, ByteCount)
         except _AE as _e:
@@ -10556,8 +10556,8 @@ def _mk_cuMemcpyAtoH(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= srcOffset <= 18446744073709551615 or srcOffset.__class__ is not int and not isinstance(srcOffset, int)): _check('z', srcOffset, 'srcOffset')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstHost, srcArray, srcOffset, ByteCount)
         except _AE as _e:
@@ -10581,8 +10581,8 @@ def _mk_cuMemcpyAtoHAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
         elif _chk and not 0 <= srcArray <= 18446744073709551615: _check('p', srcArray, 'srcArray')
-        if _chk and not 0 <= srcOffset <= 18446744073709551615: _check('z', srcOffset, 'srcOffset')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= srcOffset <= 18446744073709551615 or srcOffset.__class__ is not int and not isinstance(srcOffset, int)): _check('z', srcOffset, 'srcOffset')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10610,12 +10610,12 @@ def _mk_cuMemcpyBatchAsync(_fn, _b, _chk):
         elif _chk and not 0 <= srcs <= 18446744073709551615: _check('p', srcs, 'srcs')
         if sizes.__class__ is not int: sizes, _k2 = _address(sizes)
         elif _chk and not 0 <= sizes <= 18446744073709551615: _check('p', sizes, 'sizes')
-        if _chk and not 0 <= count <= 18446744073709551615: _check('z', count, 'count')
+        if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
         if attrs.__class__ is not int: attrs, _k4 = _address(attrs)
         elif _chk and not 0 <= attrs <= 18446744073709551615: _check('p', attrs, 'attrs')
         if attrsIdxs.__class__ is not int: attrsIdxs, _k5 = _address(attrsIdxs)
         elif _chk and not 0 <= attrsIdxs <= 18446744073709551615: _check('p', attrsIdxs, 'attrsIdxs')
-        if _chk and not 0 <= numAttrs <= 18446744073709551615: _check('z', numAttrs, 'numAttrs')
+        if _chk and (not 0 <= numAttrs <= 18446744073709551615 or numAttrs.__class__ is not int and not isinstance(numAttrs, int)): _check('z', numAttrs, 'numAttrs')
         if hStream.__class__ is not int: hStream, _k7 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10639,10 +10639,10 @@ def _mk_cuMemcpyDtoA(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
+        if _chk and (not 0 <= dstOffset <= 18446744073709551615 or dstOffset.__class__ is not int and not isinstance(dstOffset, int)): _check('z', dstOffset, 'dstOffset')
         if srcDevice.__class__ is not int: srcDevice, _k2 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstArray, dstOffset, srcDevice, ByteCount)
         except _AE as _e:
@@ -10666,7 +10666,7 @@ def _mk_cuMemcpyDtoD(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstDevice, srcDevice, ByteCount)
         except _AE as _e:
@@ -10690,7 +10690,7 @@ def _mk_cuMemcpyDtoDAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10716,7 +10716,7 @@ def _mk_cuMemcpyDtoH(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstHost, srcDevice, ByteCount)
         except _AE as _e:
@@ -10740,7 +10740,7 @@ def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10764,10 +10764,10 @@ def _mk_cuMemcpyHtoA(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
+        if _chk and (not 0 <= dstOffset <= 18446744073709551615 or dstOffset.__class__ is not int and not isinstance(dstOffset, int)): _check('z', dstOffset, 'dstOffset')
         if srcHost.__class__ is not int: srcHost, _k2 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstArray, dstOffset, srcHost, ByteCount)
         except _AE as _e:
@@ -10789,10 +10789,10 @@ def _mk_cuMemcpyHtoAAsync(_fn, _b, _chk):
         """
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
-        if _chk and not 0 <= dstOffset <= 18446744073709551615: _check('z', dstOffset, 'dstOffset')
+        if _chk and (not 0 <= dstOffset <= 18446744073709551615 or dstOffset.__class__ is not int and not isinstance(dstOffset, int)): _check('z', dstOffset, 'dstOffset')
         if srcHost.__class__ is not int: srcHost, _k2 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10818,7 +10818,7 @@ def _mk_cuMemcpyHtoD(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstDevice, srcHost, ByteCount)
         except _AE as _e:
@@ -10842,7 +10842,7 @@ def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
         elif _chk and not 0 <= srcHost <= 18446744073709551615: _check('p', srcHost, 'srcHost')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10872,7 +10872,7 @@ def _mk_cuMemcpyPeer(_fn, _b, _chk):
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
         elif _chk and not 0 <= srcContext <= 18446744073709551615: _check('p', srcContext, 'srcContext')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         try:
             _rc = _fn(dstDevice, dstContext, srcDevice, srcContext, ByteCount)
         except _AE as _e:
@@ -10900,7 +10900,7 @@ def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
         elif _chk and not 0 <= srcDevice <= 18446744073709551615: _check('Q', srcDevice, 'srcDevice')
         if srcContext.__class__ is not int: srcContext, _k3 = _address(srcContext)
         elif _chk and not 0 <= srcContext <= 18446744073709551615: _check('p', srcContext, 'srcContext')
-        if _chk and not 0 <= ByteCount <= 18446744073709551615: _check('z', ByteCount, 'ByteCount')
+        if _chk and (not 0 <= ByteCount <= 18446744073709551615 or ByteCount.__class__ is not int and not isinstance(ByteCount, int)): _check('z', ByteCount, 'ByteCount')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10924,8 +10924,8 @@ def _mk_cuMemsetD16(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
-        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        if _chk and (not 0 <= us <= 65535 or us.__class__ is not int and not isinstance(us, int)): _check('H', us, 'us')
+        if _chk and (not 0 <= N <= 18446744073709551615 or N.__class__ is not int and not isinstance(N, int)): _check('z', N, 'N')
         try:
             _rc = _fn(dstDevice, us, N)
         except _AE as _e:
@@ -10947,8 +10947,8 @@ def _mk_cuMemsetD16Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
-        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        if _chk and (not 0 <= us <= 65535 or us.__class__ is not int and not isinstance(us, int)): _check('H', us, 'us')
+        if _chk and (not 0 <= N <= 18446744073709551615 or N.__class__ is not int and not isinstance(N, int)): _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -10972,10 +10972,10 @@ def _mk_cuMemsetD2D16(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
-        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
-        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and (not 0 <= dstPitch <= 18446744073709551615 or dstPitch.__class__ is not int and not isinstance(dstPitch, int)): _check('z', dstPitch, 'dstPitch')
+        if _chk and (not 0 <= us <= 65535 or us.__class__ is not int and not isinstance(us, int)): _check('H', us, 'us')
+        if _chk and (not 0 <= Width <= 18446744073709551615 or Width.__class__ is not int and not isinstance(Width, int)): _check('z', Width, 'Width')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
         try:
             _rc = _fn(dstDevice, dstPitch, us, Width, Height)
         except _AE as _e:
@@ -10997,10 +10997,10 @@ def _mk_cuMemsetD2D16Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
-        if _chk and not 0 <= us <= 65535: _check('H', us, 'us')
-        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and (not 0 <= dstPitch <= 18446744073709551615 or dstPitch.__class__ is not int and not isinstance(dstPitch, int)): _check('z', dstPitch, 'dstPitch')
+        if _chk and (not 0 <= us <= 65535 or us.__class__ is not int and not isinstance(us, int)): _check('H', us, 'us')
+        if _chk and (not 0 <= Width <= 18446744073709551615 or Width.__class__ is not int and not isinstance(Width, int)): _check('z', Width, 'Width')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -11024,10 +11024,10 @@ def _mk_cuMemsetD2D32(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
-        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
-        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and (not 0 <= dstPitch <= 18446744073709551615 or dstPitch.__class__ is not int and not isinstance(dstPitch, int)): _check('z', dstPitch, 'dstPitch')
+        if _chk and (not 0 <= ui <= 4294967295 or ui.__class__ is not int and not isinstance(ui, int)): _check('I', ui, 'ui')
+        if _chk and (not 0 <= Width <= 18446744073709551615 or Width.__class__ is not int and not isinstance(Width, int)): _check('z', Width, 'Width')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
         try:
             _rc = _fn(dstDevice, dstPitch, ui, Width, Height)
         except _AE as _e:
@@ -11049,10 +11049,10 @@ def _mk_cuMemsetD2D32Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
-        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
-        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and (not 0 <= dstPitch <= 18446744073709551615 or dstPitch.__class__ is not int and not isinstance(dstPitch, int)): _check('z', dstPitch, 'dstPitch')
+        if _chk and (not 0 <= ui <= 4294967295 or ui.__class__ is not int and not isinstance(ui, int)): _check('I', ui, 'ui')
+        if _chk and (not 0 <= Width <= 18446744073709551615 or Width.__class__ is not int and not isinstance(Width, int)): _check('z', Width, 'Width')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -11076,10 +11076,10 @@ def _mk_cuMemsetD2D8(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
-        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
-        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and (not 0 <= dstPitch <= 18446744073709551615 or dstPitch.__class__ is not int and not isinstance(dstPitch, int)): _check('z', dstPitch, 'dstPitch')
+        if _chk and (not 0 <= uc <= 255 or uc.__class__ is not int and not isinstance(uc, int)): _check('B', uc, 'uc')
+        if _chk and (not 0 <= Width <= 18446744073709551615 or Width.__class__ is not int and not isinstance(Width, int)): _check('z', Width, 'Width')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
         try:
             _rc = _fn(dstDevice, dstPitch, uc, Width, Height)
         except _AE as _e:
@@ -11101,10 +11101,10 @@ def _mk_cuMemsetD2D8Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= dstPitch <= 18446744073709551615: _check('z', dstPitch, 'dstPitch')
-        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
-        if _chk and not 0 <= Width <= 18446744073709551615: _check('z', Width, 'Width')
-        if _chk and not 0 <= Height <= 18446744073709551615: _check('z', Height, 'Height')
+        if _chk and (not 0 <= dstPitch <= 18446744073709551615 or dstPitch.__class__ is not int and not isinstance(dstPitch, int)): _check('z', dstPitch, 'dstPitch')
+        if _chk and (not 0 <= uc <= 255 or uc.__class__ is not int and not isinstance(uc, int)): _check('B', uc, 'uc')
+        if _chk and (not 0 <= Width <= 18446744073709551615 or Width.__class__ is not int and not isinstance(Width, int)): _check('z', Width, 'Width')
+        if _chk and (not 0 <= Height <= 18446744073709551615 or Height.__class__ is not int and not isinstance(Height, int)): _check('z', Height, 'Height')
         if hStream.__class__ is not int: hStream, _k5 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -11128,8 +11128,8 @@ def _mk_cuMemsetD32(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
-        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        if _chk and (not 0 <= ui <= 4294967295 or ui.__class__ is not int and not isinstance(ui, int)): _check('I', ui, 'ui')
+        if _chk and (not 0 <= N <= 18446744073709551615 or N.__class__ is not int and not isinstance(N, int)): _check('z', N, 'N')
         try:
             _rc = _fn(dstDevice, ui, N)
         except _AE as _e:
@@ -11151,8 +11151,8 @@ def _mk_cuMemsetD32Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= ui <= 4294967295: _check('I', ui, 'ui')
-        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        if _chk and (not 0 <= ui <= 4294967295 or ui.__class__ is not int and not isinstance(ui, int)): _check('I', ui, 'ui')
+        if _chk and (not 0 <= N <= 18446744073709551615 or N.__class__ is not int and not isinstance(N, int)): _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -11176,8 +11176,8 @@ def _mk_cuMemsetD8(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
-        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        if _chk and (not 0 <= uc <= 255 or uc.__class__ is not int and not isinstance(uc, int)): _check('B', uc, 'uc')
+        if _chk and (not 0 <= N <= 18446744073709551615 or N.__class__ is not int and not isinstance(N, int)): _check('z', N, 'N')
         try:
             _rc = _fn(dstDevice, uc, N)
         except _AE as _e:
@@ -11199,8 +11199,8 @@ def _mk_cuMemsetD8Async(_fn, _b, _chk):
         """
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
-        if _chk and not 0 <= uc <= 255: _check('B', uc, 'uc')
-        if _chk and not 0 <= N <= 18446744073709551615: _check('z', N, 'N')
+        if _chk and (not 0 <= uc <= 255 or uc.__class__ is not int and not isinstance(uc, int)): _check('B', uc, 'uc')
+        if _chk and (not 0 <= N <= 18446744073709551615 or N.__class__ is not int and not isinstance(N, int)): _check('z', N, 'N')
         if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         try:
@@ -11226,7 +11226,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
             """
             if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
             elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
-            if _chk and not 0 <= numMipmapLevels <= 4294967295: _check('I', numMipmapLevels, 'numMipmapLevels')
+            if _chk and (not 0 <= numMipmapLevels <= 4294967295 or numMipmapLevels.__class__ is not int and not isinstance(numMipmapLevels, int)): _check('I', numMipmapLevels, 'numMipmapLevels')
             _v = _f1(pMipmappedArrayDesc, numMipmapLevels)
             if _v == _S:
                 _rc = _last()
@@ -11238,7 +11238,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMipmappedArrayCreate')
 
     def cuMipmappedArrayCreate(pMipmappedArrayDesc, numMipmapLevels):
         """cuMipmappedArrayCreate(pMipmappedArrayDesc, numMipmapLevels) -> pHandle (CUmipmappedArray)
@@ -11248,7 +11248,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
         """
         if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
         elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
-        if _chk and not 0 <= numMipmapLevels <= 4294967295: _check('I', numMipmapLevels, 'numMipmapLevels')
+        if _chk and (not 0 <= numMipmapLevels <= 4294967295 or numMipmapLevels.__class__ is not int and not isinstance(numMipmapLevels, int)): _check('I', numMipmapLevels, 'numMipmapLevels')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -11298,7 +11298,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
             """
             if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
             elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-            if _chk and not 0 <= level <= 4294967295: _check('I', level, 'level')
+            if _chk and (not 0 <= level <= 4294967295 or level.__class__ is not int and not isinstance(level, int)): _check('I', level, 'level')
             _v = _f1(hMipmappedArray, level)
             if _v == _S:
                 _rc = _last()
@@ -11310,7 +11310,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuMipmappedArrayGetLevel')
 
     def cuMipmappedArrayGetLevel(hMipmappedArray, level):
         """cuMipmappedArrayGetLevel(hMipmappedArray, level) -> pLevelArray (CUarray)
@@ -11320,7 +11320,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
         """
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
         elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-        if _chk and not 0 <= level <= 4294967295: _check('I', level, 'level')
+        if _chk and (not 0 <= level <= 4294967295 or level.__class__ is not int and not isinstance(level, int)): _check('I', level, 'level')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -11349,7 +11349,7 @@ def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
         elif _chk and not 0 <= memoryRequirements <= 18446744073709551615: _check('p', memoryRequirements, 'memoryRequirements')
         if mipmap.__class__ is not int: mipmap, _k1 = _address(mipmap)
         elif _chk and not 0 <= mipmap <= 18446744073709551615: _check('p', mipmap, 'mipmap')
-        if _chk and not -2147483648 <= device <= 2147483647: _check('i', device, 'device')
+        if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
         try:
             _rc = _fn(memoryRequirements, mipmap, device)
         except _AE as _e:
@@ -11394,7 +11394,7 @@ def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
         """
         if functions.__class__ is not int: functions, _k0 = _address(functions)
         elif _chk and not 0 <= functions <= 18446744073709551615: _check('p', functions, 'functions')
-        if _chk and not 0 <= numFunctions <= 4294967295: _check('I', numFunctions, 'numFunctions')
+        if _chk and (not 0 <= numFunctions <= 4294967295 or numFunctions.__class__ is not int and not isinstance(numFunctions, int)): _check('I', numFunctions, 'numFunctions')
         if mod.__class__ is not int: mod, _k2 = _address(mod)
         elif _chk and not 0 <= mod <= 18446744073709551615: _check('p', mod, 'mod')
         try:
@@ -11433,7 +11433,7 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleGetFunction')
 
     def cuModuleGetFunction(hmod, name):
         """cuModuleGetFunction(hmod, name) -> hfunc (CUfunction)
@@ -11484,7 +11484,7 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuModuleGetFunctionCount')
 
     def cuModuleGetFunctionCount(mod):
         """cuModuleGetFunctionCount(mod) -> count (unsigned int)
@@ -11513,7 +11513,7 @@ def _mk_cuModuleGetGlobal(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _n1 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuModuleGetGlobal')
 
     def cuModuleGetGlobal(hmod, name):
         """cuModuleGetGlobal(hmod, name) -> dptr (CUdeviceptr), bytes (size_t)
@@ -11564,7 +11564,7 @@ def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuModuleGetLoadingMode')
 
     def cuModuleGetLoadingMode():
         """cuModuleGetLoadingMode() -> mode (CUmoduleLoadingMode)
@@ -11613,7 +11613,7 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleGetSurfRef')
 
     def cuModuleGetSurfRef(hmod, name):
         """cuModuleGetSurfRef(hmod, name) -> pSurfRef (CUsurfref)
@@ -11666,7 +11666,7 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleGetTexRef')
 
     def cuModuleGetTexRef(hmod, name):
         """cuModuleGetTexRef(hmod, name) -> pTexRef (CUtexref)
@@ -11717,7 +11717,7 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleLoad')
 
     def cuModuleLoad(fname):
         """cuModuleLoad(fname) -> module (CUmodule)
@@ -11766,7 +11766,7 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleLoadData')
 
     def cuModuleLoadData(image):
         """cuModuleLoadData(image) -> module (CUmodule)
@@ -11804,7 +11804,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
             """
             if image.__class__ is not int: image, _k1 = _address(image)
             elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
-            if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
+            if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
             if options.__class__ is not int: options, _k3 = _address(options)
             elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
             if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
@@ -11820,7 +11820,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleLoadDataEx')
 
     def cuModuleLoadDataEx(image, numOptions, options, optionValues):
         """cuModuleLoadDataEx(image, numOptions, options, optionValues) -> module (CUmodule)
@@ -11830,7 +11830,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
         """
         if image.__class__ is not int: image, _k1 = _address(image)
         elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
-        if _chk and not 0 <= numOptions <= 4294967295: _check('I', numOptions, 'numOptions')
+        if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k3 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
         if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
@@ -11874,7 +11874,7 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuModuleLoadFatBinary')
 
     def cuModuleLoadFatBinary(fatCubin):
         """cuModuleLoadFatBinary(fatCubin) -> module (CUmodule)
@@ -11929,8 +11929,8 @@ def _mk_cuMulticastAddDevice(_fn, _b, _chk):
         Calls the driver's cuMulticastAddDevice (ABI version 12010): CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
+        if _chk and (not 0 <= mcHandle <= 18446744073709551615 or mcHandle.__class__ is not int and not isinstance(mcHandle, int)): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
         try:
             _rc = _fn(mcHandle, dev)
         except _AE as _e:
@@ -11950,12 +11950,12 @@ def _mk_cuMulticastBindAddr(_fn, _b, _chk):
         Calls the driver's cuMulticastBindAddr (ABI version 12010): CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr, size_t size, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
-        if _chk and not 0 <= mcOffset <= 18446744073709551615: _check('z', mcOffset, 'mcOffset')
+        if _chk and (not 0 <= mcHandle <= 18446744073709551615 or mcHandle.__class__ is not int and not isinstance(mcHandle, int)): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (not 0 <= mcOffset <= 18446744073709551615 or mcOffset.__class__ is not int and not isinstance(mcOffset, int)): _check('z', mcOffset, 'mcOffset')
         if memptr.__class__ is not int: memptr, _k2 = _address(memptr)
         elif _chk and not 0 <= memptr <= 18446744073709551615: _check('Q', memptr, 'memptr')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _rc = _fn(mcHandle, mcOffset, memptr, size, flags)
         except _AE as _e:
@@ -11975,12 +11975,12 @@ def _mk_cuMulticastBindMem(_fn, _b, _chk):
         Calls the driver's cuMulticastBindMem (ABI version 12010): CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
-        if _chk and not 0 <= mcOffset <= 18446744073709551615: _check('z', mcOffset, 'mcOffset')
-        if _chk and not 0 <= memHandle <= 18446744073709551615: _check('Q', memHandle, 'memHandle')
-        if _chk and not 0 <= memOffset <= 18446744073709551615: _check('z', memOffset, 'memOffset')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
-        if _chk and not 0 <= flags <= 18446744073709551615: _check('Q', flags, 'flags')
+        if _chk and (not 0 <= mcHandle <= 18446744073709551615 or mcHandle.__class__ is not int and not isinstance(mcHandle, int)): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (not 0 <= mcOffset <= 18446744073709551615 or mcOffset.__class__ is not int and not isinstance(mcOffset, int)): _check('z', mcOffset, 'mcOffset')
+        if _chk and (not 0 <= memHandle <= 18446744073709551615 or memHandle.__class__ is not int and not isinstance(memHandle, int)): _check('Q', memHandle, 'memHandle')
+        if _chk and (not 0 <= memOffset <= 18446744073709551615 or memOffset.__class__ is not int and not isinstance(memOffset, int)): _check('z', memOffset, 'memOffset')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
         try:
             _rc = _fn(mcHandle, mcOffset, memHandle, memOffset, size, flags)
         except _AE as _e:
@@ -12015,7 +12015,7 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuMulticastCreate')
 
     def cuMulticastCreate(prop):
         """cuMulticastCreate(prop) -> mcHandle (CUmemGenericAllocationHandle)
@@ -12053,7 +12053,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
             """
             if prop.__class__ is not int: prop, _k1 = _address(prop)
             elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
+            if _chk and (not 0 <= option <= 4294967295 or option.__class__ is not int and not isinstance(option, int)): _check('I', option, 'option')
             _v = _f1(prop, option)
             if _v == _S:
                 _rc = _last()
@@ -12065,7 +12065,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuMulticastGetGranularity')
 
     def cuMulticastGetGranularity(prop, option):
         """cuMulticastGetGranularity(prop, option) -> granularity (size_t)
@@ -12075,7 +12075,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
         """
         if prop.__class__ is not int: prop, _k1 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-        if _chk and not 0 <= option <= 4294967295: _check('I', option, 'option')
+        if _chk and (not 0 <= option <= 4294967295 or option.__class__ is not int and not isinstance(option, int)): _check('I', option, 'option')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -12100,10 +12100,10 @@ def _mk_cuMulticastUnbind(_fn, _b, _chk):
         Calls the driver's cuMulticastUnbind (ABI version 12010): CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= mcHandle <= 18446744073709551615: _check('Q', mcHandle, 'mcHandle')
-        if _chk and not -2147483648 <= dev <= 2147483647: _check('i', dev, 'dev')
-        if _chk and not 0 <= mcOffset <= 18446744073709551615: _check('z', mcOffset, 'mcOffset')
-        if _chk and not 0 <= size <= 18446744073709551615: _check('z', size, 'size')
+        if _chk and (not 0 <= mcHandle <= 18446744073709551615 or mcHandle.__class__ is not int and not isinstance(mcHandle, int)): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= mcOffset <= 18446744073709551615 or mcOffset.__class__ is not int and not isinstance(mcOffset, int)): _check('z', mcOffset, 'mcOffset')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
         try:
             _rc = _fn(mcHandle, dev, mcOffset, size)
         except _AE as _e:
@@ -12127,8 +12127,8 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
             """
             if func.__class__ is not int: func, _k1 = _address(func)
             elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and not -2147483648 <= numBlocks <= 2147483647: _check('i', numBlocks, 'numBlocks')
-            if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
+            if _chk and (not -2147483648 <= numBlocks <= 2147483647 or numBlocks.__class__ is not int and not isinstance(numBlocks, int)): _check('i', numBlocks, 'numBlocks')
+            if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
             _v = _f1(func, numBlocks, blockSize)
             if _v == _S:
                 _rc = _last()
@@ -12140,7 +12140,7 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyAvailableDynamicSMemPerBlock')
 
     def cuOccupancyAvailableDynamicSMemPerBlock(func, numBlocks, blockSize):
         """cuOccupancyAvailableDynamicSMemPerBlock(func, numBlocks, blockSize) -> dynamicSmemSize (size_t)
@@ -12150,8 +12150,8 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k1 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and not -2147483648 <= numBlocks <= 2147483647: _check('i', numBlocks, 'numBlocks')
-        if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
+        if _chk and (not -2147483648 <= numBlocks <= 2147483647 or numBlocks.__class__ is not int and not isinstance(numBlocks, int)): _check('i', numBlocks, 'numBlocks')
+        if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -12180,8 +12180,8 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
             """
             if func.__class__ is not int: func, _k1 = _address(func)
             elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
-            if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+            if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
+            if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
             _v = _f1(func, blockSize, dynamicSMemSize)
             if _v == _S:
                 _rc = _last()
@@ -12193,7 +12193,7 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyMaxActiveBlocksPerMultiprocessor')
 
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(func, blockSize, dynamicSMemSize):
         """cuOccupancyMaxActiveBlocksPerMultiprocessor(func, blockSize, dynamicSMemSize) -> numBlocks (int)
@@ -12203,8 +12203,8 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k1 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
-        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
+        if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -12233,9 +12233,9 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
             """
             if func.__class__ is not int: func, _k1 = _address(func)
             elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
-            if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
+            if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(func, blockSize, dynamicSMemSize, flags)
             if _v == _S:
                 _rc = _last()
@@ -12247,7 +12247,7 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
 
     def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, flags):
         """cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, flags) -> numBlocks (int)
@@ -12257,9 +12257,9 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
         """
         if func.__class__ is not int: func, _k1 = _address(func)
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-        if _chk and not -2147483648 <= blockSize <= 2147483647: _check('i', blockSize, 'blockSize')
-        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
+        if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -12301,7 +12301,7 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyMaxActiveClusters')
 
     def cuOccupancyMaxActiveClusters(func, config):
         """cuOccupancyMaxActiveClusters(func, config) -> numClusters (int)
@@ -12332,7 +12332,7 @@ def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyMaxPotentialBlockSize')
 
     def cuOccupancyMaxPotentialBlockSize(func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit):
         """cuOccupancyMaxPotentialBlockSize(func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit) -> minGridSize (int), blockSize (int)
@@ -12345,8 +12345,8 @@ def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if blockSizeToDynamicSMemSize.__class__ is not int: blockSizeToDynamicSMemSize, _k3 = _address(blockSizeToDynamicSMemSize)
         elif _chk and not 0 <= blockSizeToDynamicSMemSize <= 18446744073709551615: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
-        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk and not -2147483648 <= blockSizeLimit <= 2147483647: _check('i', blockSizeLimit, 'blockSizeLimit')
+        if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (not -2147483648 <= blockSizeLimit <= 2147483647 or blockSizeLimit.__class__ is not int and not isinstance(blockSizeLimit, int)): _check('i', blockSizeLimit, 'blockSizeLimit')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -12367,7 +12367,7 @@ def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _n1 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyMaxPotentialBlockSizeWithFlags')
 
     def cuOccupancyMaxPotentialBlockSizeWithFlags(func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags):
         """cuOccupancyMaxPotentialBlockSizeWithFlags(func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, flags) -> minGridSize (int), blockSize (int)
@@ -12380,9 +12380,9 @@ def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
         elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
         if blockSizeToDynamicSMemSize.__class__ is not int: blockSizeToDynamicSMemSize, _k3 = _address(blockSizeToDynamicSMemSize)
         elif _chk and not 0 <= blockSizeToDynamicSMemSize <= 18446744073709551615: _check('p', blockSizeToDynamicSMemSize, 'blockSizeToDynamicSMemSize')
-        if _chk and not 0 <= dynamicSMemSize <= 18446744073709551615: _check('z', dynamicSMemSize, 'dynamicSMemSize')
-        if _chk and not -2147483648 <= blockSizeLimit <= 2147483647: _check('i', blockSizeLimit, 'blockSizeLimit')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
+        if _chk and (not -2147483648 <= blockSizeLimit <= 2147483647 or blockSizeLimit.__class__ is not int and not isinstance(blockSizeLimit, int)): _check('i', blockSizeLimit, 'blockSizeLimit')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0, _o1 = _tls.o
         except AttributeError:
@@ -12425,7 +12425,7 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuOccupancyMaxPotentialClusterSize')
 
     def cuOccupancyMaxPotentialClusterSize(func, config):
         """cuOccupancyMaxPotentialClusterSize(func, config) -> clusterSize (int)
@@ -12463,7 +12463,7 @@ def _mk_cuParamSetSize(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not 0 <= numbytes <= 4294967295: _check('I', numbytes, 'numbytes')
+        if _chk and (not 0 <= numbytes <= 4294967295 or numbytes.__class__ is not int and not isinstance(numbytes, int)): _check('I', numbytes, 'numbytes')
         try:
             _rc = _fn(hfunc, numbytes)
         except _AE as _e:
@@ -12485,7 +12485,7 @@ def _mk_cuParamSetTexRef(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not -2147483648 <= texunit <= 2147483647: _check('i', texunit, 'texunit')
+        if _chk and (not -2147483648 <= texunit <= 2147483647 or texunit.__class__ is not int and not isinstance(texunit, int)): _check('i', texunit, 'texunit')
         if hTexRef.__class__ is not int: hTexRef, _k2 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         try:
@@ -12509,7 +12509,7 @@ def _mk_cuParamSetf(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not -2147483648 <= offset <= 2147483647: _check('i', offset, 'offset')
+        if _chk and (not -2147483648 <= offset <= 2147483647 or offset.__class__ is not int and not isinstance(offset, int)): _check('i', offset, 'offset')
         try:
             _rc = _fn(hfunc, offset, value)
         except _AE as _e:
@@ -12531,8 +12531,8 @@ def _mk_cuParamSeti(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not -2147483648 <= offset <= 2147483647: _check('i', offset, 'offset')
-        if _chk and not 0 <= value <= 4294967295: _check('I', value, 'value')
+        if _chk and (not -2147483648 <= offset <= 2147483647 or offset.__class__ is not int and not isinstance(offset, int)): _check('i', offset, 'offset')
+        if _chk and (not 0 <= value <= 4294967295 or value.__class__ is not int and not isinstance(value, int)): _check('I', value, 'value')
         try:
             _rc = _fn(hfunc, offset, value)
         except _AE as _e:
@@ -12554,10 +12554,10 @@ def _mk_cuParamSetv(_fn, _b, _chk):
         """
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-        if _chk and not -2147483648 <= offset <= 2147483647: _check('i', offset, 'offset')
+        if _chk and (not -2147483648 <= offset <= 2147483647 or offset.__class__ is not int and not isinstance(offset, int)): _check('i', offset, 'offset')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
-        if _chk and not 0 <= numbytes <= 4294967295: _check('I', numbytes, 'numbytes')
+        if _chk and (not 0 <= numbytes <= 4294967295 or numbytes.__class__ is not int and not isinstance(numbytes, int)): _check('I', numbytes, 'numbytes')
         try:
             _rc = _fn(hfunc, offset, ptr, numbytes)
         except _AE as _e:
@@ -12579,7 +12579,7 @@ def _mk_cuPointerGetAttribute(_fn, _b, _chk):
         """
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
-        if _chk and not 0 <= attribute <= 4294967295: _check('I', attribute, 'attribute')
+        if _chk and (not 0 <= attribute <= 4294967295 or attribute.__class__ is not int and not isinstance(attribute, int)): _check('I', attribute, 'attribute')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         try:
@@ -12601,7 +12601,7 @@ def _mk_cuPointerGetAttributes(_fn, _b, _chk):
         Calls the driver's cuPointerGetAttributes (ABI version 7000): CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= numAttributes <= 4294967295: _check('I', numAttributes, 'numAttributes')
+        if _chk and (not 0 <= numAttributes <= 4294967295 or numAttributes.__class__ is not int and not isinstance(numAttributes, int)): _check('I', numAttributes, 'numAttributes')
         if attributes.__class__ is not int: attributes, _k1 = _address(attributes)
         elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
         if data.__class__ is not int: data, _k2 = _address(data)
@@ -12629,7 +12629,7 @@ def _mk_cuPointerSetAttribute(_fn, _b, _chk):
         """
         if value.__class__ is not int: value, _k0 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
-        if _chk and not 0 <= attribute <= 4294967295: _check('I', attribute, 'attribute')
+        if _chk and (not 0 <= attribute <= 4294967295 or attribute.__class__ is not int and not isinstance(attribute, int)): _check('I', attribute, 'attribute')
         if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         try:
@@ -12655,7 +12655,7 @@ def _mk_cuProfilerInitialize(_fn, _b, _chk):
         elif _chk and not 0 <= configFile <= 18446744073709551615: _check('p', configFile, 'configFile')
         if outputFile.__class__ is not int: outputFile, _k1 = _cstring(outputFile)
         elif _chk and not 0 <= outputFile <= 18446744073709551615: _check('p', outputFile, 'outputFile')
-        if _chk and not 0 <= outputMode <= 4294967295: _check('I', outputMode, 'outputMode')
+        if _chk and (not 0 <= outputMode <= 4294967295 or outputMode.__class__ is not int and not isinstance(outputMode, int)): _check('I', outputMode, 'outputMode')
         try:
             _rc = _fn(configFile, outputFile, outputMode)
         except _AE as _e:
@@ -12717,7 +12717,7 @@ def _mk_cuSignalExternalSemaphoresAsync(_fn, _b, _chk):
         elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-        if _chk and not 0 <= numExtSems <= 4294967295: _check('I', numExtSems, 'numExtSems')
+        if _chk and (not 0 <= numExtSems <= 4294967295 or numExtSems.__class__ is not int and not isinstance(numExtSems, int)): _check('I', numExtSems, 'numExtSems')
         if stream.__class__ is not int: stream, _k3 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         try:
@@ -12745,7 +12745,7 @@ def _mk_cuStreamAddCallback(_fn, _b, _chk):
         elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
         if userData.__class__ is not int: userData, _k2 = _address(userData)
         elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(hStream, callback, userData, flags)
         except _AE as _e:
@@ -12769,8 +12769,8 @@ def _mk_cuStreamAttachMemAsync(_fn, _b, _chk):
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and not 0 <= length <= 18446744073709551615: _check('z', length, 'length')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= length <= 18446744073709551615 or length.__class__ is not int and not isinstance(length, int)): _check('z', length, 'length')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(hStream, dptr, length, flags)
         except _AE as _e:
@@ -12792,10 +12792,10 @@ def _mk_cuStreamBatchMemOp(_fn, _b, _chk):
         """
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         if paramArray.__class__ is not int: paramArray, _k2 = _address(paramArray)
         elif _chk and not 0 <= paramArray <= 18446744073709551615: _check('p', paramArray, 'paramArray')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(stream, count, paramArray, flags)
         except _AE as _e:
@@ -12817,7 +12817,7 @@ def _mk_cuStreamBeginCapture(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and not 0 <= mode <= 4294967295: _check('I', mode, 'mode')
+        if _chk and (not 0 <= mode <= 4294967295 or mode.__class__ is not int and not isinstance(mode, int)): _check('I', mode, 'mode')
         try:
             _rc = _fn(hStream, mode)
         except _AE as _e:
@@ -12845,8 +12845,8 @@ def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
         elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
-        if _chk and not 0 <= mode <= 4294967295: _check('I', mode, 'mode')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= mode <= 4294967295 or mode.__class__ is not int and not isinstance(mode, int)): _check('I', mode, 'mode')
         try:
             _rc = _fn(hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
         except _AE as _e:
@@ -12891,7 +12891,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
             Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
             _v = _f1(Flags)
             if _v == _S:
                 _rc = _last()
@@ -12903,7 +12903,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuStreamCreate')
 
     def cuStreamCreate(Flags):
         """cuStreamCreate(Flags) -> phStream (CUstream)
@@ -12911,7 +12911,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
         Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -12938,8 +12938,8 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
             Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
-            if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+            if _chk and (not -2147483648 <= priority <= 2147483647 or priority.__class__ is not int and not isinstance(priority, int)): _check('i', priority, 'priority')
             _v = _f1(flags, priority)
             if _v == _S:
                 _rc = _last()
@@ -12951,7 +12951,7 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuStreamCreateWithPriority')
 
     def cuStreamCreateWithPriority(flags, priority):
         """cuStreamCreateWithPriority(flags, priority) -> phStream (CUstream)
@@ -12959,8 +12959,8 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
         Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
-        if _chk and not -2147483648 <= priority <= 2147483647: _check('i', priority, 'priority')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+        if _chk and (not -2147483648 <= priority <= 2147483647 or priority.__class__ is not int and not isinstance(priority, int)): _check('i', priority, 'priority')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -13021,7 +13021,7 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuStreamEndCapture')
 
     def cuStreamEndCapture(hStream):
         """cuStreamEndCapture(hStream) -> phGraph (CUgraph)
@@ -13057,7 +13057,7 @@ def _mk_cuStreamGetAttribute(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value_out.__class__ is not int: value_out, _k2 = _address(value_out)
         elif _chk and not 0 <= value_out <= 18446744073709551615: _check('p', value_out, 'value_out')
         try:
@@ -13078,7 +13078,7 @@ def _mk_cuStreamGetCaptureInfo(_fn, _b, _chk):
     _n3 = _b.out_types['p']
     _n4 = _b.out_types['p']
     _n5 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetCaptureInfo')
 
     def cuStreamGetCaptureInfo(hStream):
         """cuStreamGetCaptureInfo(hStream) -> captureStatus_out (CUstreamCaptureStatus), id_out (cuuint64_t), graph_out (CUgraph), dependencies_out (const CUgraphNode *), edgeData_out (const CUgraphEdgeData *), numDependencies_out (size_t)
@@ -13129,7 +13129,7 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetCtx')
 
     def cuStreamGetCtx(hStream):
         """cuStreamGetCtx(hStream) -> pctx (CUcontext)
@@ -13158,7 +13158,7 @@ def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _n1 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetCtx_v2')
 
     def cuStreamGetCtx_v2(hStream):
         """cuStreamGetCtx_v2(hStream) -> pCtx (CUcontext), pGreenCtx (CUgreenCtx)
@@ -13209,7 +13209,7 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetDevice')
 
     def cuStreamGetDevice(hStream):
         """cuStreamGetDevice(hStream) -> device (CUdevice)
@@ -13258,7 +13258,7 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetFlags')
 
     def cuStreamGetFlags(hStream):
         """cuStreamGetFlags(hStream) -> flags (unsigned int)
@@ -13307,7 +13307,7 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetGreenCtx')
 
     def cuStreamGetGreenCtx(hStream):
         """cuStreamGetGreenCtx(hStream) -> phCtx (CUgreenCtx)
@@ -13356,7 +13356,7 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetId')
 
     def cuStreamGetId(hStream):
         """cuStreamGetId(hStream) -> streamId (unsigned long long)
@@ -13405,7 +13405,7 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuStreamGetPriority')
 
     def cuStreamGetPriority(hStream):
         """cuStreamGetPriority(hStream) -> priority (int)
@@ -13454,7 +13454,7 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuStreamIsCapturing')
 
     def cuStreamIsCapturing(hStream):
         """cuStreamIsCapturing(hStream) -> captureStatus (CUstreamCaptureStatus)
@@ -13511,7 +13511,7 @@ def _mk_cuStreamSetAttribute(_fn, _b, _chk):
         """
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-        if _chk and not 0 <= attr <= 4294967295: _check('I', attr, 'attr')
+        if _chk and (not 0 <= attr <= 4294967295 or attr.__class__ is not int and not isinstance(attr, int)): _check('I', attr, 'attr')
         if value.__class__ is not int: value, _k2 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
         try:
@@ -13560,8 +13560,8 @@ def _mk_cuStreamUpdateCaptureDependencies(_fn, _b, _chk):
         elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
         if dependencyData.__class__ is not int: dependencyData, _k2 = _address(dependencyData)
         elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-        if _chk and not 0 <= numDependencies <= 18446744073709551615: _check('z', numDependencies, 'numDependencies')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(hStream, dependencies, dependencyData, numDependencies, flags)
         except _AE as _e:
@@ -13585,7 +13585,7 @@ def _mk_cuStreamWaitEvent(_fn, _b, _chk):
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if hEvent.__class__ is not int: hEvent, _k1 = _address(hEvent)
         elif _chk and not 0 <= hEvent <= 18446744073709551615: _check('p', hEvent, 'hEvent')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(hStream, hEvent, Flags)
         except _AE as _e:
@@ -13609,8 +13609,8 @@ def _mk_cuStreamWaitValue32(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and not 0 <= value <= 4294967295: _check('I', value, 'value')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= value <= 4294967295 or value.__class__ is not int and not isinstance(value, int)): _check('I', value, 'value')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(stream, addr, value, flags)
         except _AE as _e:
@@ -13634,8 +13634,8 @@ def _mk_cuStreamWaitValue64(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and not 0 <= value <= 18446744073709551615: _check('Q', value, 'value')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= value <= 18446744073709551615 or value.__class__ is not int and not isinstance(value, int)): _check('Q', value, 'value')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(stream, addr, value, flags)
         except _AE as _e:
@@ -13659,8 +13659,8 @@ def _mk_cuStreamWriteValue32(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and not 0 <= value <= 4294967295: _check('I', value, 'value')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= value <= 4294967295 or value.__class__ is not int and not isinstance(value, int)): _check('I', value, 'value')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(stream, addr, value, flags)
         except _AE as _e:
@@ -13684,8 +13684,8 @@ def _mk_cuStreamWriteValue64(_fn, _b, _chk):
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if addr.__class__ is not int: addr, _k1 = _address(addr)
         elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-        if _chk and not 0 <= value <= 18446744073709551615: _check('Q', value, 'value')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= value <= 18446744073709551615 or value.__class__ is not int and not isinstance(value, int)): _check('Q', value, 'value')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _rc = _fn(stream, addr, value, flags)
         except _AE as _e:
@@ -13720,7 +13720,7 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuSurfObjectCreate')
 
     def cuSurfObjectCreate(pResDesc):
         """cuSurfObjectCreate(pResDesc) -> pSurfObject (CUsurfObject)
@@ -13754,7 +13754,7 @@ def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
         Calls the driver's cuSurfObjectDestroy (ABI version 5000): CUresult cuSurfObjectDestroy(CUsurfObject surfObject).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= surfObject <= 18446744073709551615: _check('Q', surfObject, 'surfObject')
+        if _chk and (not 0 <= surfObject <= 18446744073709551615 or surfObject.__class__ is not int and not isinstance(surfObject, int)): _check('Q', surfObject, 'surfObject')
         try:
             _rc = _fn(surfObject)
         except _AE as _e:
@@ -13776,7 +13776,7 @@ def _mk_cuSurfObjectGetResourceDesc(_fn, _b, _chk):
         """
         if pResDesc.__class__ is not int: pResDesc, _k0 = _address(pResDesc)
         elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
-        if _chk and not 0 <= surfObject <= 18446744073709551615: _check('Q', surfObject, 'surfObject')
+        if _chk and (not 0 <= surfObject <= 18446744073709551615 or surfObject.__class__ is not int and not isinstance(surfObject, int)): _check('Q', surfObject, 'surfObject')
         try:
             _rc = _fn(pResDesc, surfObject)
         except _AE as _e:
@@ -13811,7 +13811,7 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuSurfRefGetArray')
 
     def cuSurfRefGetArray(hSurfRef):
         """cuSurfRefGetArray(hSurfRef) -> phArray (CUarray)
@@ -13849,7 +13849,7 @@ def _mk_cuSurfRefSetArray(_fn, _b, _chk):
         elif _chk and not 0 <= hSurfRef <= 18446744073709551615: _check('p', hSurfRef, 'hSurfRef')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(hSurfRef, hArray, Flags)
         except _AE as _e:
@@ -13871,8 +13871,8 @@ def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
-        if _chk and not 0 <= tensorDataType <= 4294967295: _check('I', tensorDataType, 'tensorDataType')
-        if _chk and not 0 <= tensorRank <= 4294967295: _check('I', tensorRank, 'tensorRank')
+        if _chk and (not 0 <= tensorDataType <= 4294967295 or tensorDataType.__class__ is not int and not isinstance(tensorDataType, int)): _check('I', tensorDataType, 'tensorDataType')
+        if _chk and (not 0 <= tensorRank <= 4294967295 or tensorRank.__class__ is not int and not isinstance(tensorRank, int)): _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
@@ -13883,14 +13883,14 @@ def _mk_cuTensorMapEncodeIm2col(_fn, _b, _chk):
         elif _chk and not 0 <= pixelBoxLowerCorner <= 18446744073709551615: _check('p', pixelBoxLowerCorner, 'pixelBoxLowerCorner')
         if pixelBoxUpperCorner.__class__ is not int: pixelBoxUpperCorner, _k7 = _address(pixelBoxUpperCorner)
         elif _chk and not 0 <= pixelBoxUpperCorner <= 18446744073709551615: _check('p', pixelBoxUpperCorner, 'pixelBoxUpperCorner')
-        if _chk and not 0 <= channelsPerPixel <= 4294967295: _check('I', channelsPerPixel, 'channelsPerPixel')
-        if _chk and not 0 <= pixelsPerColumn <= 4294967295: _check('I', pixelsPerColumn, 'pixelsPerColumn')
+        if _chk and (not 0 <= channelsPerPixel <= 4294967295 or channelsPerPixel.__class__ is not int and not isinstance(channelsPerPixel, int)): _check('I', channelsPerPixel, 'channelsPerPixel')
+        if _chk and (not 0 <= pixelsPerColumn <= 4294967295 or pixelsPerColumn.__class__ is not int and not isinstance(pixelsPerColumn, int)): _check('I', pixelsPerColumn, 'pixelsPerColumn')
         if elementStrides.__class__ is not int: elementStrides, _k10 = _address(elementStrides)
         elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
-        if _chk and not 0 <= interleave <= 4294967295: _check('I', interleave, 'interleave')
-        if _chk and not 0 <= swizzle <= 4294967295: _check('I', swizzle, 'swizzle')
-        if _chk and not 0 <= l2Promotion <= 4294967295: _check('I', l2Promotion, 'l2Promotion')
-        if _chk and not 0 <= oobFill <= 4294967295: _check('I', oobFill, 'oobFill')
+        if _chk and (not 0 <= interleave <= 4294967295 or interleave.__class__ is not int and not isinstance(interleave, int)): _check('I', interleave, 'interleave')
+        if _chk and (not 0 <= swizzle <= 4294967295 or swizzle.__class__ is not int and not isinstance(swizzle, int)): _check('I', swizzle, 'swizzle')
+        if _chk and (not 0 <= l2Promotion <= 4294967295 or l2Promotion.__class__ is not int and not isinstance(l2Promotion, int)): _check('I', l2Promotion, 'l2Promotion')
+        if _chk and (not 0 <= oobFill <= 4294967295 or oobFill.__class__ is not int and not isinstance(oobFill, int)): _check('I', oobFill, 'oobFill')
         try:
             _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCorner, pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, swizzle, l2Promotion, oobFill)
         except _AE as _e:
@@ -13912,25 +13912,25 @@ def _mk_cuTensorMapEncodeIm2colWide(_fn, _b, _chk):
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
-        if _chk and not 0 <= tensorDataType <= 4294967295: _check('I', tensorDataType, 'tensorDataType')
-        if _chk and not 0 <= tensorRank <= 4294967295: _check('I', tensorRank, 'tensorRank')
+        if _chk and (not 0 <= tensorDataType <= 4294967295 or tensorDataType.__class__ is not int and not isinstance(tensorDataType, int)): _check('I', tensorDataType, 'tensorDataType')
+        if _chk and (not 0 <= tensorRank <= 4294967295 or tensorRank.__class__ is not int and not isinstance(tensorRank, int)): _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
         elif _chk and not 0 <= globalDim <= 18446744073709551615: _check('p', globalDim, 'globalDim')
         if globalStrides.__class__ is not int: globalStrides, _k5 = _address(globalStrides)
         elif _chk and not 0 <= globalStrides <= 18446744073709551615: _check('p', globalStrides, 'globalStrides')
-        if _chk and not -2147483648 <= pixelBoxLowerCornerWidth <= 2147483647: _check('i', pixelBoxLowerCornerWidth, 'pixelBoxLowerCornerWidth')
-        if _chk and not -2147483648 <= pixelBoxUpperCornerWidth <= 2147483647: _check('i', pixelBoxUpperCornerWidth, 'pixelBoxUpperCornerWidth')
-        if _chk and not 0 <= channelsPerPixel <= 4294967295: _check('I', channelsPerPixel, 'channelsPerPixel')
-        if _chk and not 0 <= pixelsPerColumn <= 4294967295: _check('I', pixelsPerColumn, 'pixelsPerColumn')
+        if _chk and (not -2147483648 <= pixelBoxLowerCornerWidth <= 2147483647 or pixelBoxLowerCornerWidth.__class__ is not int and not isinstance(pixelBoxLowerCornerWidth, int)): _check('i', pixelBoxLowerCornerWidth, 'pixelBoxLowerCornerWidth')
+        if _chk and (not -2147483648 <= pixelBoxUpperCornerWidth <= 2147483647 or pixelBoxUpperCornerWidth.__class__ is not int and not isinstance(pixelBoxUpperCornerWidth, int)): _check('i', pixelBoxUpperCornerWidth, 'pixelBoxUpperCornerWidth')
+        if _chk and (not 0 <= channelsPerPixel <= 4294967295 or channelsPerPixel.__class__ is not int and not isinstance(channelsPerPixel, int)): _check('I', channelsPerPixel, 'channelsPerPixel')
+        if _chk and (not 0 <= pixelsPerColumn <= 4294967295 or pixelsPerColumn.__class__ is not int and not isinstance(pixelsPerColumn, int)): _check('I', pixelsPerColumn, 'pixelsPerColumn')
         if elementStrides.__class__ is not int: elementStrides, _k10 = _address(elementStrides)
         elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
-        if _chk and not 0 <= interleave <= 4294967295: _check('I', interleave, 'interleave')
-        if _chk and not 0 <= mode <= 4294967295: _check('I', mode, 'mode')
-        if _chk and not 0 <= swizzle <= 4294967295: _check('I', swizzle, 'swizzle')
-        if _chk and not 0 <= l2Promotion <= 4294967295: _check('I', l2Promotion, 'l2Promotion')
-        if _chk and not 0 <= oobFill <= 4294967295: _check('I', oobFill, 'oobFill')
+        if _chk and (not 0 <= interleave <= 4294967295 or interleave.__class__ is not int and not isinstance(interleave, int)): _check('I', interleave, 'interleave')
+        if _chk and (not 0 <= mode <= 4294967295 or mode.__class__ is not int and not isinstance(mode, int)): _check('I', mode, 'mode')
+        if _chk and (not 0 <= swizzle <= 4294967295 or swizzle.__class__ is not int and not isinstance(swizzle, int)): _check('I', swizzle, 'swizzle')
+        if _chk and (not 0 <= l2Promotion <= 4294967295 or l2Promotion.__class__ is not int and not isinstance(l2Promotion, int)): _check('I', l2Promotion, 'l2Promotion')
+        if _chk and (not 0 <= oobFill <= 4294967295 or oobFill.__class__ is not int and not isinstance(oobFill, int)): _check('I', oobFill, 'oobFill')
         try:
             _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, pixelBoxLowerCornerWidth, pixelBoxUpperCornerWidth, channelsPerPixel, pixelsPerColumn, elementStrides, interleave, mode, swizzle, l2Promotion, oobFill)
         except _AE as _e:
@@ -13952,8 +13952,8 @@ def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
         """
         if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
         elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
-        if _chk and not 0 <= tensorDataType <= 4294967295: _check('I', tensorDataType, 'tensorDataType')
-        if _chk and not 0 <= tensorRank <= 4294967295: _check('I', tensorRank, 'tensorRank')
+        if _chk and (not 0 <= tensorDataType <= 4294967295 or tensorDataType.__class__ is not int and not isinstance(tensorDataType, int)): _check('I', tensorDataType, 'tensorDataType')
+        if _chk and (not 0 <= tensorRank <= 4294967295 or tensorRank.__class__ is not int and not isinstance(tensorRank, int)): _check('I', tensorRank, 'tensorRank')
         if globalAddress.__class__ is not int: globalAddress, _k3 = _address(globalAddress)
         elif _chk and not 0 <= globalAddress <= 18446744073709551615: _check('p', globalAddress, 'globalAddress')
         if globalDim.__class__ is not int: globalDim, _k4 = _address(globalDim)
@@ -13964,10 +13964,10 @@ def _mk_cuTensorMapEncodeTiled(_fn, _b, _chk):
         elif _chk and not 0 <= boxDim <= 18446744073709551615: _check('p', boxDim, 'boxDim')
         if elementStrides.__class__ is not int: elementStrides, _k7 = _address(elementStrides)
         elif _chk and not 0 <= elementStrides <= 18446744073709551615: _check('p', elementStrides, 'elementStrides')
-        if _chk and not 0 <= interleave <= 4294967295: _check('I', interleave, 'interleave')
-        if _chk and not 0 <= swizzle <= 4294967295: _check('I', swizzle, 'swizzle')
-        if _chk and not 0 <= l2Promotion <= 4294967295: _check('I', l2Promotion, 'l2Promotion')
-        if _chk and not 0 <= oobFill <= 4294967295: _check('I', oobFill, 'oobFill')
+        if _chk and (not 0 <= interleave <= 4294967295 or interleave.__class__ is not int and not isinstance(interleave, int)): _check('I', interleave, 'interleave')
+        if _chk and (not 0 <= swizzle <= 4294967295 or swizzle.__class__ is not int and not isinstance(swizzle, int)): _check('I', swizzle, 'swizzle')
+        if _chk and (not 0 <= l2Promotion <= 4294967295 or l2Promotion.__class__ is not int and not isinstance(l2Promotion, int)): _check('I', l2Promotion, 'l2Promotion')
+        if _chk and (not 0 <= oobFill <= 4294967295 or oobFill.__class__ is not int and not isinstance(oobFill, int)): _check('I', oobFill, 'oobFill')
         try:
             _rc = _fn(tensorMap, tensorDataType, tensorRank, globalAddress, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill)
         except _AE as _e:
@@ -14029,7 +14029,7 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuTexObjectCreate')
 
     def cuTexObjectCreate(pResDesc, pTexDesc, pResViewDesc):
         """cuTexObjectCreate(pResDesc, pTexDesc, pResViewDesc) -> pTexObject (CUtexObject)
@@ -14067,7 +14067,7 @@ def _mk_cuTexObjectDestroy(_fn, _b, _chk):
         Calls the driver's cuTexObjectDestroy (ABI version 5000): CUresult cuTexObjectDestroy(CUtexObject texObject).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
-        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        if _chk and (not 0 <= texObject <= 18446744073709551615 or texObject.__class__ is not int and not isinstance(texObject, int)): _check('Q', texObject, 'texObject')
         try:
             _rc = _fn(texObject)
         except _AE as _e:
@@ -14089,7 +14089,7 @@ def _mk_cuTexObjectGetResourceDesc(_fn, _b, _chk):
         """
         if pResDesc.__class__ is not int: pResDesc, _k0 = _address(pResDesc)
         elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
-        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        if _chk and (not 0 <= texObject <= 18446744073709551615 or texObject.__class__ is not int and not isinstance(texObject, int)): _check('Q', texObject, 'texObject')
         try:
             _rc = _fn(pResDesc, texObject)
         except _AE as _e:
@@ -14111,7 +14111,7 @@ def _mk_cuTexObjectGetResourceViewDesc(_fn, _b, _chk):
         """
         if pResViewDesc.__class__ is not int: pResViewDesc, _k0 = _address(pResViewDesc)
         elif _chk and not 0 <= pResViewDesc <= 18446744073709551615: _check('p', pResViewDesc, 'pResViewDesc')
-        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        if _chk and (not 0 <= texObject <= 18446744073709551615 or texObject.__class__ is not int and not isinstance(texObject, int)): _check('Q', texObject, 'texObject')
         try:
             _rc = _fn(pResViewDesc, texObject)
         except _AE as _e:
@@ -14133,7 +14133,7 @@ def _mk_cuTexObjectGetTextureDesc(_fn, _b, _chk):
         """
         if pTexDesc.__class__ is not int: pTexDesc, _k0 = _address(pTexDesc)
         elif _chk and not 0 <= pTexDesc <= 18446744073709551615: _check('p', pTexDesc, 'pTexDesc')
-        if _chk and not 0 <= texObject <= 18446744073709551615: _check('Q', texObject, 'texObject')
+        if _chk and (not 0 <= texObject <= 18446744073709551615 or texObject.__class__ is not int and not isinstance(texObject, int)): _check('Q', texObject, 'texObject')
         try:
             _rc = _fn(pTexDesc, texObject)
         except _AE as _e:
@@ -14166,7 +14166,7 @@ def _mk_cuTexRefCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefCreate')
 
     def cuTexRefCreate():
         """cuTexRefCreate() -> pTexRef (CUtexref)
@@ -14234,7 +14234,7 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetAddress')
 
     def cuTexRefGetAddress(hTexRef):
         """cuTexRefGetAddress(hTexRef) -> pdptr (CUdeviceptr)
@@ -14272,7 +14272,7 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
             """
             if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
             elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            if _chk and not -2147483648 <= dim <= 2147483647: _check('i', dim, 'dim')
+            if _chk and (not -2147483648 <= dim <= 2147483647 or dim.__class__ is not int and not isinstance(dim, int)): _check('i', dim, 'dim')
             _v = _f1(hTexRef, dim)
             if _v == _S:
                 _rc = _last()
@@ -14284,7 +14284,7 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetAddressMode')
 
     def cuTexRefGetAddressMode(hTexRef, dim):
         """cuTexRefGetAddressMode(hTexRef, dim) -> pam (CUaddress_mode)
@@ -14294,7 +14294,7 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not -2147483648 <= dim <= 2147483647: _check('i', dim, 'dim')
+        if _chk and (not -2147483648 <= dim <= 2147483647 or dim.__class__ is not int and not isinstance(dim, int)): _check('i', dim, 'dim')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -14334,7 +14334,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetArray')
 
     def cuTexRefGetArray(hTexRef):
         """cuTexRefGetArray(hTexRef) -> phArray (CUarray)
@@ -14362,7 +14362,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
 def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetBorderColor')
 
     def cuTexRefGetBorderColor(hTexRef):
         """cuTexRefGetBorderColor(hTexRef) -> pBorderColor (float)
@@ -14411,7 +14411,7 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetFilterMode')
 
     def cuTexRefGetFilterMode(hTexRef):
         """cuTexRefGetFilterMode(hTexRef) -> pfm (CUfilter_mode)
@@ -14460,7 +14460,7 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetFlags')
 
     def cuTexRefGetFlags(hTexRef):
         """cuTexRefGetFlags(hTexRef) -> pFlags (unsigned int)
@@ -14489,7 +14489,7 @@ def _mk_cuTexRefGetFormat(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _n1 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetFormat')
 
     def cuTexRefGetFormat(hTexRef):
         """cuTexRefGetFormat(hTexRef) -> pFormat (CUarray_format), pNumChannels (int)
@@ -14540,7 +14540,7 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetMaxAnisotropy')
 
     def cuTexRefGetMaxAnisotropy(hTexRef):
         """cuTexRefGetMaxAnisotropy(hTexRef) -> pmaxAniso (int)
@@ -14589,7 +14589,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetMipmapFilterMode')
 
     def cuTexRefGetMipmapFilterMode(hTexRef):
         """cuTexRefGetMipmapFilterMode(hTexRef) -> pfm (CUfilter_mode)
@@ -14617,7 +14617,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
 def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetMipmapLevelBias')
 
     def cuTexRefGetMipmapLevelBias(hTexRef):
         """cuTexRefGetMipmapLevelBias(hTexRef) -> pbias (float)
@@ -14646,7 +14646,7 @@ def _mk_cuTexRefGetMipmapLevelClamp(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
     _n1 = _b.out_types['f']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetMipmapLevelClamp')
 
     def cuTexRefGetMipmapLevelClamp(hTexRef):
         """cuTexRefGetMipmapLevelClamp(hTexRef) -> pminMipmapLevelClamp (float), pmaxMipmapLevelClamp (float)
@@ -14697,7 +14697,7 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefGetMipmappedArray')
 
     def cuTexRefGetMipmappedArray(hTexRef):
         """cuTexRefGetMipmappedArray(hTexRef) -> phMipmappedArray (CUmipmappedArray)
@@ -14737,7 +14737,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
             elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
             if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
             elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-            if _chk and not 0 <= bytes <= 18446744073709551615: _check('z', bytes, 'bytes')
+            if _chk and (not 0 <= bytes <= 18446744073709551615 or bytes.__class__ is not int and not isinstance(bytes, int)): _check('z', bytes, 'bytes')
             _v = _f1(hTexRef, dptr, bytes)
             if _v == _S:
                 _rc = _last()
@@ -14749,7 +14749,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefSetAddress')
 
     def cuTexRefSetAddress(hTexRef, dptr, bytes):
         """cuTexRefSetAddress(hTexRef, dptr, bytes) -> ByteOffset (size_t)
@@ -14761,7 +14761,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and not 0 <= bytes <= 18446744073709551615: _check('z', bytes, 'bytes')
+        if _chk and (not 0 <= bytes <= 18446744073709551615 or bytes.__class__ is not int and not isinstance(bytes, int)): _check('z', bytes, 'bytes')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -14792,7 +14792,7 @@ def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
         elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
         if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
         elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-        if _chk and not 0 <= Pitch <= 18446744073709551615: _check('z', Pitch, 'Pitch')
+        if _chk and (not 0 <= Pitch <= 18446744073709551615 or Pitch.__class__ is not int and not isinstance(Pitch, int)): _check('z', Pitch, 'Pitch')
         try:
             _rc = _fn(hTexRef, desc, dptr, Pitch)
         except _AE as _e:
@@ -14814,8 +14814,8 @@ def _mk_cuTexRefSetAddressMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not -2147483648 <= dim <= 2147483647: _check('i', dim, 'dim')
-        if _chk and not 0 <= am <= 4294967295: _check('I', am, 'am')
+        if _chk and (not -2147483648 <= dim <= 2147483647 or dim.__class__ is not int and not isinstance(dim, int)): _check('i', dim, 'dim')
+        if _chk and (not 0 <= am <= 4294967295 or am.__class__ is not int and not isinstance(am, int)): _check('I', am, 'am')
         try:
             _rc = _fn(hTexRef, dim, am)
         except _AE as _e:
@@ -14839,7 +14839,7 @@ def _mk_cuTexRefSetArray(_fn, _b, _chk):
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
         elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(hTexRef, hArray, Flags)
         except _AE as _e:
@@ -14853,7 +14853,7 @@ def _mk_cuTexRefSetArray(_fn, _b, _chk):
 def _mk_cuTexRefSetBorderColor(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['f']
-    _tls = _local()
+    _tls = _b.cells('cuTexRefSetBorderColor')
 
     def cuTexRefSetBorderColor(hTexRef):
         """cuTexRefSetBorderColor(hTexRef) -> pBorderColor (float)
@@ -14889,7 +14889,7 @@ def _mk_cuTexRefSetFilterMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not 0 <= fm <= 4294967295: _check('I', fm, 'fm')
+        if _chk and (not 0 <= fm <= 4294967295 or fm.__class__ is not int and not isinstance(fm, int)): _check('I', fm, 'fm')
         try:
             _rc = _fn(hTexRef, fm)
         except _AE as _e:
@@ -14911,7 +14911,7 @@ def _mk_cuTexRefSetFlags(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(hTexRef, Flags)
         except _AE as _e:
@@ -14933,8 +14933,8 @@ def _mk_cuTexRefSetFormat(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not 0 <= fmt <= 4294967295: _check('I', fmt, 'fmt')
-        if _chk and not -2147483648 <= NumPackedComponents <= 2147483647: _check('i', NumPackedComponents, 'NumPackedComponents')
+        if _chk and (not 0 <= fmt <= 4294967295 or fmt.__class__ is not int and not isinstance(fmt, int)): _check('I', fmt, 'fmt')
+        if _chk and (not -2147483648 <= NumPackedComponents <= 2147483647 or NumPackedComponents.__class__ is not int and not isinstance(NumPackedComponents, int)): _check('i', NumPackedComponents, 'NumPackedComponents')
         try:
             _rc = _fn(hTexRef, fmt, NumPackedComponents)
         except _AE as _e:
@@ -14956,7 +14956,7 @@ def _mk_cuTexRefSetMaxAnisotropy(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not 0 <= maxAniso <= 4294967295: _check('I', maxAniso, 'maxAniso')
+        if _chk and (not 0 <= maxAniso <= 4294967295 or maxAniso.__class__ is not int and not isinstance(maxAniso, int)): _check('I', maxAniso, 'maxAniso')
         try:
             _rc = _fn(hTexRef, maxAniso)
         except _AE as _e:
@@ -14978,7 +14978,7 @@ def _mk_cuTexRefSetMipmapFilterMode(_fn, _b, _chk):
         """
         if hTexRef.__class__ is not int: hTexRef, _k0 = _address(hTexRef)
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-        if _chk and not 0 <= fm <= 4294967295: _check('I', fm, 'fm')
+        if _chk and (not 0 <= fm <= 4294967295 or fm.__class__ is not int and not isinstance(fm, int)): _check('I', fm, 'fm')
         try:
             _rc = _fn(hTexRef, fm)
         except _AE as _e:
@@ -15044,7 +15044,7 @@ def _mk_cuTexRefSetMipmappedArray(_fn, _b, _chk):
         elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
         if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
         elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-        if _chk and not 0 <= Flags <= 4294967295: _check('I', Flags, 'Flags')
+        if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
         try:
             _rc = _fn(hTexRef, hMipmappedArray, Flags)
         except _AE as _e:
@@ -15077,7 +15077,7 @@ def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    _tls = _local()
+    _tls = _b.cells('cuThreadExchangeStreamCaptureMode')
 
     def cuThreadExchangeStreamCaptureMode():
         """cuThreadExchangeStreamCaptureMode() -> mode (CUstreamCaptureMode)
@@ -15115,8 +15115,8 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
             elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
             if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
             elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
-            if _chk and not 0 <= initialRefcount <= 4294967295: _check('I', initialRefcount, 'initialRefcount')
-            if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+            if _chk and (not 0 <= initialRefcount <= 4294967295 or initialRefcount.__class__ is not int and not isinstance(initialRefcount, int)): _check('I', initialRefcount, 'initialRefcount')
+            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
             _v = _f1(ptr, destroy, initialRefcount, flags)
             if _v == _S:
                 _rc = _last()
@@ -15128,7 +15128,7 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
 
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    _tls = _local()
+    _tls = _b.cells('cuUserObjectCreate')
 
     def cuUserObjectCreate(ptr, destroy, initialRefcount, flags):
         """cuUserObjectCreate(ptr, destroy, initialRefcount, flags) -> object_out (CUuserObject)
@@ -15140,8 +15140,8 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
         if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
         elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
-        if _chk and not 0 <= initialRefcount <= 4294967295: _check('I', initialRefcount, 'initialRefcount')
-        if _chk and not 0 <= flags <= 4294967295: _check('I', flags, 'flags')
+        if _chk and (not 0 <= initialRefcount <= 4294967295 or initialRefcount.__class__ is not int and not isinstance(initialRefcount, int)): _check('I', initialRefcount, 'initialRefcount')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
         try:
             _o0 = _tls.o
         except AttributeError:
@@ -15168,7 +15168,7 @@ def _mk_cuUserObjectRelease(_fn, _b, _chk):
         """
         if object.__class__ is not int: object, _k0 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         try:
             _rc = _fn(object, count)
         except _AE as _e:
@@ -15190,7 +15190,7 @@ def _mk_cuUserObjectRetain(_fn, _b, _chk):
         """
         if object.__class__ is not int: object, _k0 = _address(object)
         elif _chk and not 0 <= object <= 18446744073709551615: _check('p', object, 'object')
-        if _chk and not 0 <= count <= 4294967295: _check('I', count, 'count')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         try:
             _rc = _fn(object, count)
         except _AE as _e:
@@ -15214,7 +15214,7 @@ def _mk_cuWaitExternalSemaphoresAsync(_fn, _b, _chk):
         elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-        if _chk and not 0 <= numExtSems <= 4294967295: _check('I', numExtSems, 'numExtSems')
+        if _chk and (not 0 <= numExtSems <= 4294967295 or numExtSems.__class__ is not int and not isinstance(numExtSems, int)): _check('I', numExtSems, 'numExtSems')
         if stream.__class__ is not int: stream, _k3 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         try:
