@@ -152,7 +152,7 @@ def build_library(workdir):
         raise RuntimeError("cmake was not found (it is a build requirement)")
     build = os.path.join(workdir, "cmake-build")
     args = [cmake, "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-            "-DCUABI_BUILD_TESTS=OFF", "-DBUILD_TESTING=OFF"]
+            "-DCUABI_BUILD_TESTS=OFF", "-DCUABI_BUILD_BENCH=OFF", "-DBUILD_TESTING=OFF"]
     if _which("make") is None and _which("ninja") is not None:
         args += ["-G", "Ninja"]
     extra = os.environ.get("CUABI_CMAKE_ARGS")
