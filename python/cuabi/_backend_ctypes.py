@@ -78,7 +78,10 @@ class Backend:
 
         self._lib, self.library_path, self.tried = open_with(opener)
         lib = self._lib
-        self._gil_lib = _C.PyDLL(self.library_path, mode=_C.RTLD_LOCAL)
+        # PyPy's ctypes has no PyDLL: there every call releases the GIL
+        pydll = getattr(_C, "PyDLL", None)
+        self._quick = QUICK if pydll is not None else frozenset()
+        self._gil_lib = pydll(self.library_path, mode=_C.RTLD_LOCAL) if pydll is not None else lib
         own = {}
         for sym, (restype, argtypes) in _OWN.items():
             try:
@@ -105,7 +108,7 @@ class Backend:
     def cells(self, name):
         """Holder of a wrapper's output cells: shared for the GIL-holding getters,
         per thread otherwise."""
-        return types.SimpleNamespace() if name in QUICK else threading.local()
+        return types.SimpleNamespace() if name in self._quick else threading.local()
 
     def fn(self, name, sig, outs=None):
         """The native ``cuabi_<name>`` with argument types from ``sig``.
@@ -117,7 +120,7 @@ class Backend:
         check types and ranges first).
         """
         try:
-            f = getattr(self._gil_lib if name in QUICK else self._lib, "cuabi_" + name)
+            f = getattr(self._gil_lib if name in self._quick else self._lib, "cuabi_" + name)
         except AttributeError:
             raise AttributeError(
                 "%s does not export cuabi_%s (library older than this package?)"
