@@ -30,6 +30,8 @@ REAL_GPU = os.environ.get("CUABI_TEST_REAL_GPU") == "1"
 def _find(name, env):
     value = os.environ.get(env)
     if value:
+        if not os.path.isabs(value) or not os.path.exists(value):
+            raise pytest.UsageError("%s=%r: not an existing absolute path" % (env, value))
         return value
     build = os.environ.get("CUABI_BUILD_DIR", os.path.join(ROOT, "build"))
     for dirpath, _dirs, files in os.walk(build):
