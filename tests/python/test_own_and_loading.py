@@ -233,3 +233,30 @@ def test_main_usage():
     p = subprocess.run([sys.executable, "-m", "cuabi", "--bogus"], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=path))
     assert p.returncode == 1 and "usage" in p.stderr
+
+
+def test_get_proc_address_is_callable():
+    import ctypes
+
+    addr = cuabi.get_proc("cuDriverGetVersion")
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int))(addr)
+    v = ctypes.c_int()
+    assert fn(ctypes.byref(v)) == 0 and v.value == cuabi.driver_version()
+
+
+def test_open_resources_at_interpreter_exit():
+    """Objects left open (and cycles holding them) must not crash or print at exit."""
+    rc, out, err = run_py("""
+        import os, cuabi
+        dev = cuabi.Device(0)
+        dev.set_current()
+        keep = [cuabi.Stream(), cuabi.Event(), cuabi.DeviceBuffer(64), cuabi.PinnedBuffer(64),
+                cuabi.ManagedBuffer(64), cuabi.MemoryPool(), cuabi.Graph()]
+        s = keep[0]
+        keep.append(cuabi.DeviceBuffer(32, stream=s))
+        keep.append(keep)  # a cycle, collected at shutdown
+        view = keep[3].memoryview()
+        print("done")
+    """)
+    assert rc == 0 and out.strip() == "done", (out, err)
+    assert err == ""
