@@ -286,6 +286,10 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
         """Free the memory.  A stream-ordered buffer is freed on ``stream`` (default:
         the stream it was allocated on) after the work queued there."""
         if stream is not None and self._h is not None:
+            if self._stream is None:
+                raise ValueError("close(stream=...) is for stream-ordered buffers; this one "
+                                 "was allocated with cuMemAlloc and is freed at once")
+            stream_handle(stream)  # a bad stream is refused before anything is freed
             self._stream = stream
         Resource.close(self)
 

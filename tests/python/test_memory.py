@@ -77,6 +77,15 @@ def test_async_copies_and_stream_ordered_allocation(ctx):
     b.close(stream=cuabi.Stream())
     c.close()
     assert b.closed and c.closed
+    sync = cuabi.DeviceBuffer(16)
+    with pytest.raises(ValueError, match="stream-ordered"):
+        sync.close(stream=s)
+    d = cuabi.DeviceBuffer(16, stream=s)
+    with pytest.raises(TypeError):
+        d.close(stream="s")
+    assert not sync.closed and not d.closed
+    sync.close()
+    d.close()
 
 
 def test_copy_errors(ctx):
