@@ -97,8 +97,8 @@ def _layout(params):
 _launchers = {}
 
 _LAUNCHER_TEMPLATE = """
-def {name}(kernel, s, cfg{args}):
-    h = kernel._h
+def {name}(kernel, s, cfg, args):
+{unpack}    h = kernel._h
     if h is None:
         raise _Closed("Kernel %r is closed (its module was unloaded)" % kernel.name)
     packet = kernel._buf
@@ -144,8 +144,8 @@ def _make_launcher(params):
                 "        kernel._buf = packet\n        raise TypeError(\"bad argument for kernel %%r: %%s\" "
                 "%% (kernel.name, exc)) from None\n" % (HEADER_SIZE, ", ".join(names)))
     total = HEADER_SIZE + size
-    code = _LAUNCHER_TEMPLATE.format(name="launch_%d_args" % n,
-                                     args="".join(", " + a for a in names),
+    unpack = ("    %s, = args\n" % ", ".join(names)) if n else ""
+    code = _LAUNCHER_TEMPLATE.format(name="launch_%d_args" % n, unpack=unpack,
                                      convert=convert, pack=pack, size=total)
     ns = {
         "_Closed": ClosedError, "_Config": LaunchConfig, "_hdr": HEADER.pack_into,
@@ -521,14 +521,14 @@ class Kernel:
         n = self._nargs
         if n is not None and len(args) != n:
             raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, n, len(args)))
-        self._go(self, s, config, *args)
+        self._go(self, s, config, args)
 
     def __repr__(self):
         state = "closed" if self._h is None else "0x%x" % self._h
         return "<cuabi.Kernel %s %s>" % (self.name, state)
 
 
-def _launch_inferred(kernel, s, config, *args):
+def _launch_inferred(kernel, s, config, args):
     """Launcher of kernels without a signature: layout from the driver, per launch."""
     if kernel._h is None:
         raise ClosedError("Kernel %r is closed (its module was unloaded)" % kernel.name)
@@ -536,7 +536,7 @@ def _launch_inferred(kernel, s, config, *args):
     saved = kernel._buf
     kernel._buf = None
     try:
-        go(kernel, s, config, *args)
+        go(kernel, s, config, args)
     finally:
         kernel._buf = saved
 
@@ -595,4 +595,4 @@ def launch(stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     n = kernel._nargs
     if n is not None and len(args) != n:
         raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, n, len(args)))
-    kernel._go(kernel, s, config, *args)
+    kernel._go(kernel, s, config, args)
