@@ -125,7 +125,7 @@ def _instantiate_destroy(out, exec_, graph, instantiate, destroy):
     return destroy(exec_)
 
 
-class Bench:
+class Bench(shared.CopyOps):
     def __init__(self, lib, ptx):
         import ctypes
         self.ct = ctypes
@@ -256,30 +256,6 @@ class Bench:
     def _d2h(self, size, pinned):
         return Op(self.d.cuMemcpyDtoH, (self._host(size, pinned), self._device(size).value, size),
                   "cuMemcpyDtoH(host address, dptr, n)")
-
-    def op_h2d_4k_pinned(self):
-        return self._h2d(SMALL, True)
-
-    def op_h2d_4k_pageable(self):
-        return self._h2d(SMALL, False)
-
-    def op_d2h_4k_pinned(self):
-        return self._d2h(SMALL, True)
-
-    def op_d2h_4k_pageable(self):
-        return self._d2h(SMALL, False)
-
-    def op_h2d_256m_pinned(self):
-        return self._h2d(BIG, True)
-
-    def op_h2d_256m_pageable(self):
-        return self._h2d(BIG, False)
-
-    def op_d2h_256m_pinned(self):
-        return self._d2h(BIG, True)
-
-    def op_d2h_256m_pageable(self):
-        return self._d2h(BIG, False)
 
     def op_d2d_256m(self):
         return Op(self.d.cuMemcpyDtoD,

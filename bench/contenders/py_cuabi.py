@@ -54,7 +54,7 @@ def _instantiate_close(instantiate):
 SIGNATURES = {"u64": "p", "u32": "I", "f32": "f"}
 
 
-class Bench:
+class Bench(shared.CopyOps):
     def __init__(self, cuabi, ptx):
         self.cuabi = cuabi
         self.d = cuabi.driver
@@ -156,30 +156,6 @@ class Bench:
     def _d2h(self, size, pinned):
         return Op(self.d.cuMemcpyDtoH, (self._host(size, pinned), self._device(size), size),
                   "driver.cuMemcpyDtoH(host address, dptr, n)")
-
-    def op_h2d_4k_pinned(self):
-        return self._h2d(SMALL, True)
-
-    def op_h2d_4k_pageable(self):
-        return self._h2d(SMALL, False)
-
-    def op_d2h_4k_pinned(self):
-        return self._d2h(SMALL, True)
-
-    def op_d2h_4k_pageable(self):
-        return self._d2h(SMALL, False)
-
-    def op_h2d_256m_pinned(self):
-        return self._h2d(BIG, True)
-
-    def op_h2d_256m_pageable(self):
-        return self._h2d(BIG, False)
-
-    def op_d2h_256m_pinned(self):
-        return self._d2h(BIG, True)
-
-    def op_d2h_256m_pageable(self):
-        return self._d2h(BIG, False)
 
     def op_d2d_256m(self):
         return Op(self.d.cuMemcpyDtoD, (self._device(BIG, "d2d"), self._device(BIG), BIG),

@@ -47,7 +47,7 @@ def _alloc_free(size, stream, alloc, free):
     return free(alloc(size, stream)[1], stream)
 
 
-class Bench:
+class Bench(shared.CopyOps):
     def __init__(self, driver, ptx):
         self.d = d = driver
         self.dev = _ok(d.cuDeviceGet(0), "cuDeviceGet")
@@ -154,30 +154,6 @@ class Bench:
     def _d2h(self, size, pinned):
         return Op(self.d.cuMemcpyDtoH, (self._host(size, pinned), self._device(size), size),
                   "driver.cuMemcpyDtoH(host address, dptr, n)")
-
-    def op_h2d_4k_pinned(self):
-        return self._h2d(SMALL, True)
-
-    def op_h2d_4k_pageable(self):
-        return self._h2d(SMALL, False)
-
-    def op_d2h_4k_pinned(self):
-        return self._d2h(SMALL, True)
-
-    def op_d2h_4k_pageable(self):
-        return self._d2h(SMALL, False)
-
-    def op_h2d_256m_pinned(self):
-        return self._h2d(BIG, True)
-
-    def op_h2d_256m_pageable(self):
-        return self._h2d(BIG, False)
-
-    def op_d2h_256m_pinned(self):
-        return self._d2h(BIG, True)
-
-    def op_d2h_256m_pageable(self):
-        return self._d2h(BIG, False)
 
     def op_d2d_256m(self):
         self.d2d_dst = _ok(self.d.cuMemAlloc(BIG), "cuMemAlloc")

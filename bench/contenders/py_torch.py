@@ -2,7 +2,8 @@
 and its caching allocator.  It cannot launch a PTX kernel of its own, and it
 exposes no context or raw device-attribute call."""
 
-from common import ALLOC, BIG, SMALL, Op
+from common import ALLOC, BIG, Op
+from contenders import shared
 
 
 def load():
@@ -24,7 +25,7 @@ def first_use(torch):
     return torch.empty(ALLOC, dtype=torch.uint8, device="cuda:0")
 
 
-class Bench:
+class Bench(shared.CopyOps):
     NO_EQUIVALENT = {
         "ctx_get_current": "PyTorch exposes no call that reads the current context",
         "device_get_attribute": "torch.cuda.get_device_properties() is cached, not a driver call",
@@ -78,30 +79,6 @@ class Bench:
 
     def _d2h(self, size, pinned):
         return Op(self._host(size, pinned).copy_, (self._device(size),), "host.copy_(dev)")
-
-    def op_h2d_4k_pinned(self):
-        return self._h2d(SMALL, True)
-
-    def op_h2d_4k_pageable(self):
-        return self._h2d(SMALL, False)
-
-    def op_d2h_4k_pinned(self):
-        return self._d2h(SMALL, True)
-
-    def op_d2h_4k_pageable(self):
-        return self._d2h(SMALL, False)
-
-    def op_h2d_256m_pinned(self):
-        return self._h2d(BIG, True)
-
-    def op_h2d_256m_pageable(self):
-        return self._h2d(BIG, False)
-
-    def op_d2h_256m_pinned(self):
-        return self._d2h(BIG, True)
-
-    def op_d2h_256m_pageable(self):
-        return self._d2h(BIG, False)
 
     def op_d2d_256m(self):
         return Op(self._device(BIG, "d2d").copy_, (self._device(BIG),), "dst.copy_(src)")

@@ -3,6 +3,8 @@ made with ctypes (part of the standard library, so usable by every contender).""
 
 import ctypes
 
+from common import BIG, SMALL
+
 
 def kernel_values(device_pointer):
     """The arguments of empty_3 and empty_16 as (kind, value) pairs, kind one
@@ -42,3 +44,32 @@ def pageable(size):
 def address(host):
     """The address of host memory given as an int or a ctypes object."""
     return host if isinstance(host, int) else ctypes.addressof(host)
+
+
+class CopyOps:
+    """The eight host<->device copy operations, for a contender that defines
+    ``_h2d(size, pinned)`` and ``_d2h(size, pinned)`` returning an Op."""
+
+    def op_h2d_4k_pinned(self):
+        return self._h2d(SMALL, True)
+
+    def op_h2d_4k_pageable(self):
+        return self._h2d(SMALL, False)
+
+    def op_d2h_4k_pinned(self):
+        return self._d2h(SMALL, True)
+
+    def op_d2h_4k_pageable(self):
+        return self._d2h(SMALL, False)
+
+    def op_h2d_256m_pinned(self):
+        return self._h2d(BIG, True)
+
+    def op_h2d_256m_pageable(self):
+        return self._h2d(BIG, False)
+
+    def op_d2h_256m_pinned(self):
+        return self._d2h(BIG, True)
+
+    def op_d2h_256m_pageable(self):
+        return self._d2h(BIG, False)
