@@ -24,13 +24,14 @@ Needs: a C preprocessor (cc -E) and pycparser.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 try:
@@ -345,7 +346,6 @@ class Headers:
 
     def strip_name(self, node: c_ast.Node) -> c_ast.Node:
         """A copy of a parameter's type without its name, for printing."""
-        import copy
         node = copy.deepcopy(node)
         inner = node
         while not isinstance(inner, c_ast.TypeDecl):
@@ -638,8 +638,7 @@ def write_functions(eps: list[EntryPoint], ver: str) -> str:
     return "".join(out)
 
 
-def write_compat(eps: list[EntryPoint], renames: dict[str, str], ver: str,
-                 cuda_version: int) -> str:
+def write_compat(eps: list[EntryPoint], renames: dict[str, str], ver: str) -> str:
     out = [banner("c", ver),
            "/* A drop-in cuda.h for existing driver-API code: compile with\n"
            " * -I<prefix>/include/cuabi/compat -I<prefix>/include and link with -lcuabi.\n"
@@ -682,7 +681,7 @@ def write_forwarders_h(eps: list[EntryPoint], ver: str) -> str:
             "#endif /* CUABI_FORWARDERS_H */\n")
 
 
-def write_forwarders_c(h: Headers, eps: list[EntryPoint], ver: str) -> str:
+def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
     eps = sorted(eps, key=lambda e: e.index)
     out = [banner("c", ver),
            "/* The exported forwarders. Each loads its driver function on first use through\n"
@@ -825,7 +824,7 @@ def generate(cuda_include: Path) -> dict[str, str]:
     known = {k: v for vals in enums.values() for k, v in vals.items()}
     defines, defines_json, probe_defines = [], {}, []
     for name in header_defines(cuda_include):
-        if name not in macros or name.endswith("_AS_INT") and False:
+        if name not in macros:
             continue
         value = macros[name]
         defines.append((name, value))
@@ -843,12 +842,11 @@ def generate(cuda_include: Path) -> dict[str, str]:
     return {
         "include/cuabi/driver_types.h": write_types(h, defines, ver),
         "include/cuabi/driver_functions.h": write_functions(eps, ver),
-        "include/cuabi/compat/cuda.h": write_compat(eps, rename_table(cuda_include), ver,
-                                                    cuda_version),
+        "include/cuabi/compat/cuda.h": write_compat(eps, rename_table(cuda_include), ver),
         "include/cuabi/compat/cudaProfiler.h": write_compat_profiler(ver),
         "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, cuda_version),
         "lib/forwarders.h": write_forwarders_h(eps, ver),
-        "lib/forwarders.c": write_forwarders_c(h, eps, ver),
+        "lib/forwarders.c": write_forwarders_c(eps, ver),
         "abi.map": write_abi_map(eps, own_api, ver),
         "tests/generated/entry_points.h": write_entry_points_h(eps, ver),
         "tests/generated/layout_probe.h": write_layout_probe(h, enums, probe_defines, ver),
