@@ -12,9 +12,10 @@
  * lazily; a race between two first calls stores the same address twice. */
 _Atomic(void *) cuabi__slots[CUABI__ENTRY_POINT_COUNT];
 
-/* Per slot: 0 while unknown or resolved, else the CUresult of a failed
- * lookup, so that an entry point the driver lacks is asked for only once
- * and every later call returns the same code. */
+/* Per slot: 0 while unknown or resolved, else the answer "this driver lacks
+ * it" (ENTRY_POINT_NOT_FOUND or DRIVER_TOO_OLD), which cannot change while
+ * the process runs, so the driver is asked only once.  Other failures are
+ * not remembered: the next call asks again. */
 static _Atomic(int) slot_failure[CUABI__ENTRY_POINT_COUNT];
 
 /* ---- default stream mode ------------------------------------------------
@@ -162,7 +163,8 @@ CUresult cuabi__resolve(unsigned index, void **fn)
     void *found;
     rc = cuabi__get_proc(ep->driver_name, version, cuabi__stream_flags(), &found);
     if (rc != CUDA_SUCCESS) {
-        atomic_store_explicit(&slot_failure[index], (int)rc, memory_order_relaxed);
+        if (rc == CUABI_ERROR_ENTRY_POINT_NOT_FOUND || rc == CUABI_ERROR_DRIVER_TOO_OLD)
+            atomic_store_explicit(&slot_failure[index], (int)rc, memory_order_relaxed);
         return rc;
     }
     atomic_store_explicit(&cuabi__slots[index], found, memory_order_release);

@@ -209,6 +209,9 @@ static void old_driver(void)
     check_cu(cuabi_cuDevicePrimaryCtxRelease(0));
     /* An entry point the driver does not have at all. */
     assert_cu(CUABI_ERROR_ENTRY_POINT_NOT_FOUND, cuabi_cuArrayCreate(NULL, NULL));
+    assert_cu(CUABI_ERROR_ENTRY_POINT_NOT_FOUND, cuabi_cuArrayCreate(NULL, NULL));
+    assert_true(fake_request_info("cuArrayCreate", &asked));
+    assert_int_equal(asked.count, 1); /* remembered, not asked again */
     assert_contains(cuabi_driver_report(), "opened");
 }
 
