@@ -191,7 +191,7 @@ def stage_python_package(setup):
     package = os.path.join(root, "cuabi")
     shutil.rmtree(package, ignore_errors=True)
     shutil.copytree(source, package, ignore=shutil.ignore_patterns(
-        "libcuabi.so*", "_cuabi_cffi*", "__pycache__"))
+        "libcuabi.so*", "_cuabi_cffi*", "_cuabi_speedups*", "__pycache__"))
     setup.use_package_root(root)
     script = os.path.join(REPO, "python", "build_ext.py")
     if not os.path.exists(script):
@@ -204,7 +204,9 @@ def stage_python_package(setup):
     with open(os.path.join(setup.out, "logs", "build_ext.log"), "w") as f:
         f.write(proc.stdout + proc.stderr)
     if proc.returncode == 0:
-        return "cffi backend: compiled API mode (python/build_ext.py --compiled)"
+        speedups = any(n.startswith("_cuabi_speedups") for n in os.listdir(package))
+        return ("cffi backend: compiled API mode%s (python/build_ext.py --compiled)"
+                % (" with the speedups module" if speedups else ""))
     if os.path.exists(os.path.join(package, "_cuabi_cffi.py")):
         setup.skip("cuabi's compiled cffi module",
                    "python/build_ext.py --compiled failed (logs/build_ext.log); "

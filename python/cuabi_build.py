@@ -11,9 +11,9 @@ Environment knobs (for CI and packagers):
 * ``CUABI_PREBUILT_LIBRARY``: absolute path of an already built libcuabi.so.1
   to bundle instead of running CMake;
 * ``CUABI_CMAKE_ARGS``: extra arguments for the CMake configure step;
-* ``CUABI_BUILD_COMPILED=1``: also build cffi's compiled API-mode module
-  (faster calls on CPython); the wheel is then tagged for that interpreter's
-  ABI, since the module is compiled against it.
+* ``CUABI_BUILD_COMPILED=1``: also build cffi's compiled API-mode module and
+  the speedups module (faster calls and launches on CPython); the wheel is
+  then tagged for that interpreter's ABI, since they are compiled against it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ROOT = os.path.dirname(HERE)
 PKG = os.path.join(HERE, "cuabi")
 
 # files that live in the package folder during development but are build products
-_BUILD_PRODUCTS = ("libcuabi.so", "_cuabi_cffi")
+_BUILD_PRODUCTS = ("libcuabi.so", "_cuabi_cffi", "_cuabi_speedups")
 
 
 def _log(msg):
@@ -193,8 +193,8 @@ def _stage(workdir, compiled):
     files = _package_files()
     files.append(("cuabi/_cuabi_cffi.py", build_ext.build_abi(gen)))
     if compiled:
-        built = build_ext.build_compiled(gen)
-        files.append(("cuabi/" + os.path.basename(built), built))
+        for built in (build_ext.build_compiled(gen), build_ext.build_speedups(gen)):
+            files.append(("cuabi/" + os.path.basename(built), built))
     files.append(("cuabi/libcuabi.so.1", build_library(workdir)))
     return files
 
@@ -253,7 +253,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 
 
 _SDIST_PATHS = ("pyproject.toml", "CMakeLists.txt", "cmake", "abi.map", "include", "lib", "loader",
-                "python/cuabi", "python/cdef", "python/build_ext.py", "python/gen_driver_py.py",
+                "python/cuabi", "python/cdef", "python/speedups", "python/build_ext.py", "python/gen_driver_py.py",
                 "python/cuabi_build.py", "cuabi.pc.in", "README.md", "LICENSE", "docs/python.md")
 
 

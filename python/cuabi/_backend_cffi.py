@@ -23,8 +23,13 @@ try:  # compiled API-mode module (faster calls), when the build produced one
     from ._cuabi_cffi_api import ffi as _ffi, lib as _api_lib  # type: ignore
 
     _KIND = "cffi-compiled"
+    try:  # built with it: compiled getters and launchers (python/speedups)
+        from . import _cuabi_speedups as _speedups  # type: ignore
+    except ImportError:
+        _speedups = None
 except ImportError:
     _api_lib = None
+    _speedups = None
     try:
         from ._cuabi_cffi import ffi as _ffi  # type: ignore
     except ImportError as exc:
@@ -83,6 +88,10 @@ class Backend:
 
             _handle, self.library_path, self.tried = open_with(opener)
             lib = _api_lib
+            if _speedups is not None:
+                from ._driver_rt import raise_for
+
+                _speedups.bind(self.library_path, raise_for, _ptr.address, _ptr.cstring)
         else:
             lib, self.library_path, self.tried = open_with(ffi.dlopen)
         self._lib = lib
@@ -96,17 +105,30 @@ class Backend:
         self._cast = ffi.cast
 
     # -- driver entry points ------------------------------------------------------
-    def fast1(self, name, letter):
-        """(function, sentinel, last_rc) for the compiled module's one-output fast
-        path: the function returns the output, or the sentinel when the call may
-        have failed (then ``last_rc()`` tells)."""
-        if _api_lib is None:
+    def fast(self, name, wrapper, text_signature):
+        """The speedups module's C function for ``name`` (same arguments, result
+        and errors as ``wrapper``, whose docstring it takes), or None."""
+        if _speedups is None:
             return None
-        f = getattr(_api_lib, "cuabi_py1_" + name, None)
-        if f is None:
+        doc = "%s%s\n--\n\n%s" % (name, text_signature, wrapper.__doc__ or "")
+        return _speedups.function(name, doc)
+
+    def compiled_launcher(self, layout, size, helpers):
+        """A C launcher for a kernel parameter layout (see cuabi._module), or None."""
+        if _speedups is None:
             return None
-        sentinel = (1 << 64) - 1 if letter in "Qzp" else -(1 << 63)
-        return f, sentinel, _api_lib.cuabi_py_last_rc
+        return _speedups.make_launcher(layout, size, *helpers)
+
+    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error):
+        """The speedups module's ``launch(stream, config, kernel, *args)``, or None."""
+        if _speedups is None:
+            return None
+        _speedups.configure_launch(stream_type, stream_handle, kernel_type, closed_error)
+        return _speedups.launch
+
+    def shares_cells(self, name):
+        """cffi releases the GIL around every call: cells are per thread."""
+        return False
 
     def cells(self, name):
         """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
-import types
 
 from . import _ptr
-from ._sig import split_signature, struct_members
+from ._sig import GIL_HELD as QUICK, split_signature, struct_members
 
 _C = ctypes
 _LETTER_TYPES = {
@@ -46,17 +45,6 @@ _OWN = {
     "cuabi_error_string": (_C.c_void_p, [_C.c_int]),
     "cuabi_launch_packed": (_C.c_int, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_size_t]),
 }
-
-
-# Pure getters that read driver state without waiting for the GPU or on locks that a
-# host callback could hold: called without releasing the GIL (ctypes.PyDLL), which
-# is cheaper, and lets their output cells be shared instead of per thread (no other
-# Python thread can run between the call and the read of its result).
-QUICK = frozenset((
-    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDeviceGetCount",
-    "cuDeviceGetAttribute", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
-    "cuFuncGetAttribute", "cuStreamGetPriority", "cuStreamGetFlags",
-))
 
 
 def _cstr(addr):
@@ -101,14 +89,27 @@ class Backend:
         self.out_types = {k: (t * 1) for k, t in cells.items()}
 
     # -- driver entry points ------------------------------------------------------
-    def fast1(self, name, letter):
-        """No single-call fast path with ctypes."""
+    def fast(self, name, wrapper, text_signature):
+        """No compiled fast path with ctypes: the generated wrapper stays."""
         return None
 
+    def compiled_launcher(self, layout, size, helpers):
+        """No compiled launcher with ctypes: cuabi._module's Python one is used."""
+        return None
+
+    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error):
+        """No compiled launch with ctypes."""
+        return None
+
+    def shares_cells(self, name):
+        """Whether a wrapper may make its output cells once: yes for the getters
+        called without releasing the GIL (no other thread can run between the
+        call and the read of its result)."""
+        return name in self._quick
+
     def cells(self, name):
-        """Holder of a wrapper's output cells: shared for the GIL-holding getters,
-        per thread otherwise."""
-        return types.SimpleNamespace() if name in self._quick else threading.local()
+        """Holder of a wrapper's output cells, per thread."""
+        return threading.local()
 
     def fn(self, name, sig, outs=None):
         """The native ``cuabi_<name>`` with argument types from ``sig``.

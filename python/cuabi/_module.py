@@ -81,8 +81,10 @@ def parse_params(spec) -> Tuple[Tuple[str, int, int, bool], ...]:
 
 
 def _layout(params):
-    """struct format (after the header) and the parameter block size."""
+    """struct format (after the header), the parameter block size, and per
+    parameter ``(code, offset, size)`` (code ``s`` for a struct)."""
     fmt = ["="]
+    items = []
     off = 0
     for code, size, align, _ptr in params:
         pad = (-off) % align
@@ -90,8 +92,9 @@ def _layout(params):
             fmt.append("%dx" % pad)
             off += pad
         fmt.append(code)
+        items.append(("p" if _ptr else "s" if code.endswith("s") else code, off, size))
         off += size
-    return "".join(fmt), off
+    return "".join(fmt), off, tuple(items)
 
 
 _launchers = {}
@@ -112,7 +115,7 @@ def {name}(kernel, s, cfg, args):
         _hdr(packet[1], 0, *cfg._hdr)
         packet[2] = cfg
 {convert}{pack}    if cfg._ex:
-        rc = _launch_ex(h, s, cfg, packet, {size})
+        rc = _launch_ex(h, s, cfg, packet[1][{header}:{size}])
     else:
         rc = _lp(h, s, packet[0], {size})
     kernel._buf = packet
@@ -131,22 +134,34 @@ def _make_launcher(params):
     launcher = _launchers.get(params)
     if launcher is not None:
         return launcher
-    fmt, size = _layout(params)
-    st = struct.Struct("=" + fmt[1:]) if params else None
+    fmt, size, items = _layout(params)
+    total = HEADER_SIZE + size
     n = len(params)
+    go = backend().compiled_launcher(
+        items, total, (_kernel_pointer, ClosedError, LaunchConfig, _launch_ex))
+    if go is not None:  # the speedups module's C launcher: same contract
+        launcher = _launchers[params] = (go, total, n)
+        return launcher
+    st = struct.Struct("=" + fmt[1:]) if params else None
     names = ["a%d" % i for i in range(n)]
     convert = "".join(
         "    if a%d.__class__ is not int:\n        a%d = _addr(a%d)\n" % (i, i, i)
         for i, (_c, _s, _a, is_ptr) in enumerate(params) if is_ptr)
+    # a struct given as bytes must have its exact size (struct.pack would pad or cut)
+    convert += "".join(
+        "    if a%d.__class__ not in (bytes, bytearray) or len(a%d) != %d:\n"
+        "        raise TypeError(\"bad argument for kernel %%r: argument %d must be bytes of "
+        "the struct's size (%d)\" %% kernel.name)\n" % (i, i, sz, i + 1, sz)
+        for i, (c, sz, _a, _p) in enumerate(params) if c.endswith("s"))
     pack = ""
     if n:
-        pack = ("    try:\n        _pack(packet[1], %d, %s)\n    except _StructError as exc:\n"
+        pack = ("    try:\n        _pack(packet[1], %d, %s)\n    except (_StructError, OverflowError) as exc:\n"
                 "        kernel._buf = packet\n        raise TypeError(\"bad argument for kernel %%r: %%s\" "
                 "%% (kernel.name, exc)) from None\n" % (HEADER_SIZE, ", ".join(names)))
-    total = HEADER_SIZE + size
     unpack = ("    %s, = args\n" % ", ".join(names)) if n else ""
     code = _LAUNCHER_TEMPLATE.format(name="launch_%d_args" % n, unpack=unpack,
-                                     convert=convert, pack=pack, size=total)
+                                     convert=convert, pack=pack, size=total,
+                                     header=HEADER_SIZE)
     ns = {
         "_Closed": ClosedError, "_Config": LaunchConfig, "_hdr": HEADER.pack_into,
         "_pack": st.pack_into if st is not None else None, "_StructError": struct.error,
@@ -515,13 +530,7 @@ class Kernel:
 
     def launch(self, config: LaunchConfig, *args, stream=None) -> None:
         """Launch on ``stream`` (default: the NULL stream)."""
-        self._call(stream_handle(stream), config, args)
-
-    def _call(self, s, config, args):
-        n = self._nargs
-        if n is not None and len(args) != n:
-            raise TypeError("kernel %r takes %d arguments, %d given" % (self.name, n, len(args)))
-        self._go(self, s, config, args)
+        (_launch or _resolve_launch())(stream, config, self, *args)
 
     def __repr__(self):
         state = "closed" if self._h is None else "0x%x" % self._h
@@ -549,8 +558,9 @@ CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 
 
-def _launch_ex(f, s, config, packet, size):
-    """Cluster or cooperative launches go through cuLaunchKernelEx."""
+def _launch_ex(f, s, config, param_bytes):
+    """Cluster or cooperative launches go through cuLaunchKernelEx; returns the
+    status (0 for success)."""
     b = backend()
     attrs = bytearray()
     if config.cluster is not None:
@@ -560,7 +570,7 @@ def _launch_ex(f, s, config, packet, size):
     n_attrs = len(attrs) // _LAUNCH_ATTR.size
     attrs_addr, keep_a = b.buffer_address(attrs)
     cfg = bytearray(_LAUNCH_CONFIG.pack(*config.grid, *config.block, config.shmem, s, attrs_addr, n_attrs))
-    params = bytes(packet[1][HEADER_SIZE:size])
+    params = bytes(param_bytes)
     params_addr, keep_p = b.buffer_address(bytearray(params) or bytearray(1))
     size_cell = bytearray(struct.pack("=Q", len(params)))
     size_addr, keep_s = b.buffer_address(size_cell)
@@ -575,7 +585,7 @@ def _launch_ex(f, s, config, packet, size):
     return 0
 
 
-def launch(stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
+def _launch_py(stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     """Launch ``kernel`` with ``config`` on ``stream`` (``None``: the NULL stream).
 
     Pointer arguments take cuabi buffers and arrays, other libraries' device
@@ -596,3 +606,27 @@ def launch(stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if n is not None and len(args) != n:
         raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, n, len(args)))
     kernel._go(kernel, s, config, args)
+
+
+# cuabi.launch: the speedups module's C function (same contract as _launch_py)
+# where the backend has one; chosen on first use, since that loads libcuabi.
+_launch = None
+
+
+def _resolve_launch():
+    global _launch
+    if _launch is None:
+        from ._libload import ConfigurationError, LibraryNotFoundError
+
+        try:
+            fast = backend().compiled_launch(_Stream, stream_handle, Kernel, ClosedError)
+        except (LibraryNotFoundError, ConfigurationError):
+            fast = None  # _launch_py raises the same clear error when called
+        _launch = fast or _launch_py
+    return _launch
+
+
+def __getattr__(name):
+    if name == "launch":
+        return _resolve_launch()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

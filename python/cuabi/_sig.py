@@ -4,6 +4,17 @@ from __future__ import annotations
 
 SCALAR_LETTERS = "iIqQzpfdBH"
 
+# Pure getters that read driver state without waiting for the GPU or taking a
+# lock that a host callback could hold: the backends call them without
+# releasing the GIL where they can (ctypes.PyDLL; the compiled speedups
+# module), which is cheaper; no other Python thread runs between such a call
+# and the read of its result.
+GIL_HELD = frozenset((
+    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDeviceGetCount",
+    "cuDeviceGetAttribute", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString",
+    "cuFuncGetAttribute", "cuStreamGetPriority", "cuStreamGetFlags",
+))
+
 
 def split_signature(sig):
     """One token per parameter: ``"Qz{Ii}Ip"`` -> ``['Q', 'z', '{Ii}', 'I', 'p']``."""

@@ -23,27 +23,6 @@ CUDA_HEADERS_VERSION = 13000
 
 
 def _mk_cuArray3DCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuArray3DCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuArray3DCreate(pAllocateArray):
-            """cuArray3DCreate(pAllocateArray) -> pHandle (CUarray)
-
-            Calls the driver's cuArray3DCreate (ABI version 3020): CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pAllocateArray.__class__ is not int: pAllocateArray, _k1 = _address(pAllocateArray)
-            elif _chk and not 0 <= pAllocateArray <= 18446744073709551615: _check('p', pAllocateArray, 'pAllocateArray')
-            _v = _f1(pAllocateArray)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuArray3DCreate')
-            return _v
-
-        return cuArray3DCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuArray3DCreate')
@@ -68,7 +47,7 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
             _raise(_rc, 'cuArray3DCreate')
         return _o0[0]
 
-    return cuArray3DCreate
+    return _b.fast('cuArray3DCreate', cuArray3DCreate, '(pAllocateArray)') or cuArray3DCreate
 
 
 def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
@@ -95,27 +74,6 @@ def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
 
 
 def _mk_cuArrayCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuArrayCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuArrayCreate(pAllocateArray):
-            """cuArrayCreate(pAllocateArray) -> pHandle (CUarray)
-
-            Calls the driver's cuArrayCreate (ABI version 3020): CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pAllocateArray.__class__ is not int: pAllocateArray, _k1 = _address(pAllocateArray)
-            elif _chk and not 0 <= pAllocateArray <= 18446744073709551615: _check('p', pAllocateArray, 'pAllocateArray')
-            _v = _f1(pAllocateArray)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuArrayCreate')
-            return _v
-
-        return cuArrayCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuArrayCreate')
@@ -140,7 +98,7 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
             _raise(_rc, 'cuArrayCreate')
         return _o0[0]
 
-    return cuArrayCreate
+    return _b.fast('cuArrayCreate', cuArrayCreate, '(pAllocateArray)') or cuArrayCreate
 
 
 def _mk_cuArrayDestroy(_fn, _b, _chk):
@@ -212,28 +170,6 @@ def _mk_cuArrayGetMemoryRequirements(_fn, _b, _chk):
 
 
 def _mk_cuArrayGetPlane(_fn, _b, _chk):
-    _fast = _b.fast1('cuArrayGetPlane', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuArrayGetPlane(hArray, planeIdx):
-            """cuArrayGetPlane(hArray, planeIdx) -> pPlaneArray (CUarray)
-
-            Calls the driver's cuArrayGetPlane (ABI version 11020): CUresult cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArray, unsigned int planeIdx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
-            elif _chk and not 0 <= hArray <= 18446744073709551615: _check('p', hArray, 'hArray')
-            if _chk and (not 0 <= planeIdx <= 4294967295 or planeIdx.__class__ is not int and not isinstance(planeIdx, int)): _check('I', planeIdx, 'planeIdx')
-            _v = _f1(hArray, planeIdx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuArrayGetPlane')
-            return _v
-
-        return cuArrayGetPlane
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuArrayGetPlane')
@@ -259,7 +195,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
             _raise(_rc, 'cuArrayGetPlane')
         return _o0[0]
 
-    return cuArrayGetPlane
+    return _b.fast('cuArrayGetPlane', cuArrayGetPlane, '(hArray, planeIdx)') or cuArrayGetPlane
 
 
 def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
@@ -308,26 +244,6 @@ def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
 
 
 def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
-    _fast = _b.fast1('cuCheckpointProcessGetRestoreThreadId', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCheckpointProcessGetRestoreThreadId(pid):
-            """cuCheckpointProcessGetRestoreThreadId(pid) -> tid (int)
-
-            Calls the driver's cuCheckpointProcessGetRestoreThreadId (ABI version 12080): CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int *tid).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
-            _v = _f1(pid)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCheckpointProcessGetRestoreThreadId')
-            return _v
-
-        return cuCheckpointProcessGetRestoreThreadId
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuCheckpointProcessGetRestoreThreadId')
@@ -351,30 +267,10 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
             _raise(_rc, 'cuCheckpointProcessGetRestoreThreadId')
         return _o0[0]
 
-    return cuCheckpointProcessGetRestoreThreadId
+    return _b.fast('cuCheckpointProcessGetRestoreThreadId', cuCheckpointProcessGetRestoreThreadId, '(pid)') or cuCheckpointProcessGetRestoreThreadId
 
 
 def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
-    _fast = _b.fast1('cuCheckpointProcessGetState', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCheckpointProcessGetState(pid):
-            """cuCheckpointProcessGetState(pid) -> state (CUprocessState)
-
-            Calls the driver's cuCheckpointProcessGetState (ABI version 12080): CUresult cuCheckpointProcessGetState(int pid, CUprocessState *state).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= pid <= 2147483647 or pid.__class__ is not int and not isinstance(pid, int)): _check('i', pid, 'pid')
-            _v = _f1(pid)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCheckpointProcessGetState')
-            return _v
-
-        return cuCheckpointProcessGetState
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuCheckpointProcessGetState')
@@ -398,7 +294,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
             _raise(_rc, 'cuCheckpointProcessGetState')
         return _o0[0]
 
-    return cuCheckpointProcessGetState
+    return _b.fast('cuCheckpointProcessGetState', cuCheckpointProcessGetState, '(pid)') or cuCheckpointProcessGetState
 
 
 def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
@@ -596,26 +492,6 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
 
 
 def _mk_cuCtxAttach(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxAttach', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxAttach(flags):
-            """cuCtxAttach(flags) -> pctx (CUcontext)
-
-            Calls the driver's cuCtxAttach (ABI version 2000): CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxAttach')
-            return _v
-
-        return cuCtxAttach
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuCtxAttach')
@@ -639,33 +515,10 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
             _raise(_rc, 'cuCtxAttach')
         return _o0[0]
 
-    return cuCtxAttach
+    return _b.fast('cuCtxAttach', cuCtxAttach, '(flags)') or cuCtxAttach
 
 
 def _mk_cuCtxCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxCreate(ctxCreateParams, flags, dev):
-            """cuCtxCreate(ctxCreateParams, flags, dev) -> pctx (CUcontext)
-
-            Calls the driver's cuCtxCreate (ABI version 12050): CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if ctxCreateParams.__class__ is not int: ctxCreateParams, _k1 = _address(ctxCreateParams)
-            elif _chk and not 0 <= ctxCreateParams <= 18446744073709551615: _check('p', ctxCreateParams, 'ctxCreateParams')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(ctxCreateParams, flags, dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxCreate')
-            return _v
-
-        return cuCtxCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuCtxCreate')
@@ -692,7 +545,7 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
             _raise(_rc, 'cuCtxCreate')
         return _o0[0]
 
-    return cuCtxCreate
+    return _b.fast('cuCtxCreate', cuCtxCreate, '(ctxCreateParams, flags, dev)') or cuCtxCreate
 
 
 def _mk_cuCtxDestroy(_fn, _b, _chk):
@@ -781,27 +634,6 @@ def _mk_cuCtxEnablePeerAccess(_fn, _b, _chk):
 
 
 def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxFromGreenCtx', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxFromGreenCtx(hCtx):
-            """cuCtxFromGreenCtx(hCtx) -> pContext (CUcontext)
-
-            Calls the driver's cuCtxFromGreenCtx (ABI version 12040): CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hCtx.__class__ is not int: hCtx, _k1 = _address(hCtx)
-            elif _chk and not 0 <= hCtx <= 18446744073709551615: _check('p', hCtx, 'hCtx')
-            _v = _f1(hCtx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxFromGreenCtx')
-            return _v
-
-        return cuCtxFromGreenCtx
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuCtxFromGreenCtx')
@@ -826,31 +658,10 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
             _raise(_rc, 'cuCtxFromGreenCtx')
         return _o0[0]
 
-    return cuCtxFromGreenCtx
+    return _b.fast('cuCtxFromGreenCtx', cuCtxFromGreenCtx, '(hCtx)') or cuCtxFromGreenCtx
 
 
 def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetApiVersion', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetApiVersion(ctx):
-            """cuCtxGetApiVersion(ctx) -> version (unsigned int)
-
-            Calls the driver's cuCtxGetApiVersion (ABI version 3020): CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            _v = _f1(ctx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetApiVersion')
-            return _v
-
-        return cuCtxGetApiVersion
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuCtxGetApiVersion')
@@ -875,29 +686,10 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetApiVersion')
         return _o0[0]
 
-    return cuCtxGetApiVersion
+    return _b.fast('cuCtxGetApiVersion', cuCtxGetApiVersion, '(ctx)') or cuCtxGetApiVersion
 
 
 def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetCacheConfig', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetCacheConfig():
-            """cuCtxGetCacheConfig() -> pconfig (CUfunc_cache)
-
-            Calls the driver's cuCtxGetCacheConfig (ABI version 3020): CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetCacheConfig')
-            return _v
-
-        return cuCtxGetCacheConfig
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuCtxGetCacheConfig')
@@ -920,13 +712,14 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetCacheConfig')
         return _o0[0]
 
-    return cuCtxGetCacheConfig
+    return _b.fast('cuCtxGetCacheConfig', cuCtxGetCacheConfig, '()') or cuCtxGetCacheConfig
 
 
 def _mk_cuCtxGetCurrent(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetCurrent', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['p']
+    if _b.shares_cells('cuCtxGetCurrent'):
+        _o0 = _n0()
 
         def cuCtxGetCurrent():
             """cuCtxGetCurrent() -> pctx (CUcontext)
@@ -934,17 +727,16 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
             Calls the driver's cuCtxGetCurrent (ABI version 4000): CUresult cuCtxGetCurrent(CUcontext *pctx).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetCurrent')
-            return _v
+            try:
+                _rc = _fn(_o0)
+            except _AE as _e:
+                raise TypeError('cuCtxGetCurrent: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuCtxGetCurrent')
+            return _o0[0]
 
         return cuCtxGetCurrent
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['p']
     _tls = _b.cells('cuCtxGetCurrent')
 
     def cuCtxGetCurrent():
@@ -965,7 +757,7 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetCurrent')
         return _o0[0]
 
-    return cuCtxGetCurrent
+    return _b.fast('cuCtxGetCurrent', cuCtxGetCurrent, '()') or cuCtxGetCurrent
 
 
 def _mk_cuCtxGetDevResource(_fn, _b, _chk):
@@ -993,9 +785,10 @@ def _mk_cuCtxGetDevResource(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetDevice(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetDevice', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuCtxGetDevice'):
+        _o0 = _n0()
 
         def cuCtxGetDevice():
             """cuCtxGetDevice() -> device (CUdevice)
@@ -1003,17 +796,16 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
             Calls the driver's cuCtxGetDevice (ABI version 2000): CUresult cuCtxGetDevice(CUdevice *device).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetDevice')
-            return _v
+            try:
+                _rc = _fn(_o0)
+            except _AE as _e:
+                raise TypeError('cuCtxGetDevice: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuCtxGetDevice')
+            return _o0[0]
 
         return cuCtxGetDevice
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuCtxGetDevice')
 
     def cuCtxGetDevice():
@@ -1034,31 +826,10 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetDevice')
         return _o0[0]
 
-    return cuCtxGetDevice
+    return _b.fast('cuCtxGetDevice', cuCtxGetDevice, '()') or cuCtxGetDevice
 
 
 def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetDevice_v2', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetDevice_v2(ctx):
-            """cuCtxGetDevice_v2(ctx) -> device (CUdevice)
-
-            Calls the driver's cuCtxGetDevice (ABI version 13000): CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if ctx.__class__ is not int: ctx, _k1 = _address(ctx)
-            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            _v = _f1(ctx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetDevice_v2')
-            return _v
-
-        return cuCtxGetDevice_v2
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuCtxGetDevice_v2')
@@ -1083,7 +854,7 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetDevice_v2')
         return _o0[0]
 
-    return cuCtxGetDevice_v2
+    return _b.fast('cuCtxGetDevice_v2', cuCtxGetDevice_v2, '(ctx)') or cuCtxGetDevice_v2
 
 
 def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
@@ -1109,25 +880,6 @@ def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
 
 
 def _mk_cuCtxGetFlags(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetFlags', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetFlags():
-            """cuCtxGetFlags() -> flags (unsigned int)
-
-            Calls the driver's cuCtxGetFlags (ABI version 7000): CUresult cuCtxGetFlags(unsigned int *flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetFlags')
-            return _v
-
-        return cuCtxGetFlags
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuCtxGetFlags')
@@ -1150,31 +902,10 @@ def _mk_cuCtxGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetFlags')
         return _o0[0]
 
-    return cuCtxGetFlags
+    return _b.fast('cuCtxGetFlags', cuCtxGetFlags, '()') or cuCtxGetFlags
 
 
 def _mk_cuCtxGetId(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetId', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetId(ctx):
-            """cuCtxGetId(ctx) -> ctxId (unsigned long long)
-
-            Calls the driver's cuCtxGetId (ABI version 12000): CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if ctx.__class__ is not int: ctx, _k0 = _address(ctx)
-            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            _v = _f1(ctx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetId')
-            return _v
-
-        return cuCtxGetId
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuCtxGetId')
@@ -1199,30 +930,10 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetId')
         return _o0[0]
 
-    return cuCtxGetId
+    return _b.fast('cuCtxGetId', cuCtxGetId, '(ctx)') or cuCtxGetId
 
 
 def _mk_cuCtxGetLimit(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetLimit', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetLimit(limit):
-            """cuCtxGetLimit(limit) -> pvalue (size_t)
-
-            Calls the driver's cuCtxGetLimit (ABI version 3010): CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= limit <= 4294967295 or limit.__class__ is not int and not isinstance(limit, int)): _check('I', limit, 'limit')
-            _v = _f1(limit)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetLimit')
-            return _v
-
-        return cuCtxGetLimit
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuCtxGetLimit')
@@ -1246,29 +957,10 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetLimit')
         return _o0[0]
 
-    return cuCtxGetLimit
+    return _b.fast('cuCtxGetLimit', cuCtxGetLimit, '(limit)') or cuCtxGetLimit
 
 
 def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxGetSharedMemConfig', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxGetSharedMemConfig():
-            """cuCtxGetSharedMemConfig() -> pConfig (CUsharedconfig)
-
-            Calls the driver's cuCtxGetSharedMemConfig (ABI version 4020): CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxGetSharedMemConfig')
-            return _v
-
-        return cuCtxGetSharedMemConfig
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuCtxGetSharedMemConfig')
@@ -1291,7 +983,7 @@ def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetSharedMemConfig')
         return _o0[0]
 
-    return cuCtxGetSharedMemConfig
+    return _b.fast('cuCtxGetSharedMemConfig', cuCtxGetSharedMemConfig, '()') or cuCtxGetSharedMemConfig
 
 
 def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
@@ -1324,25 +1016,6 @@ def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
 
 
 def _mk_cuCtxPopCurrent(_fn, _b, _chk):
-    _fast = _b.fast1('cuCtxPopCurrent', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuCtxPopCurrent():
-            """cuCtxPopCurrent() -> pctx (CUcontext)
-
-            Calls the driver's cuCtxPopCurrent (ABI version 4000): CUresult cuCtxPopCurrent(CUcontext *pctx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuCtxPopCurrent')
-            return _v
-
-        return cuCtxPopCurrent
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuCtxPopCurrent')
@@ -1365,7 +1038,7 @@ def _mk_cuCtxPopCurrent(_fn, _b, _chk):
             _raise(_rc, 'cuCtxPopCurrent')
         return _o0[0]
 
-    return cuCtxPopCurrent
+    return _b.fast('cuCtxPopCurrent', cuCtxPopCurrent, '()') or cuCtxPopCurrent
 
 
 def _mk_cuCtxPushCurrent(_fn, _b, _chk):
@@ -1639,28 +1312,6 @@ def _mk_cuDestroyExternalSemaphore(_fn, _b, _chk):
 
 
 def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
-    _fast = _b.fast1('cuDevResourceGenerateDesc', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDevResourceGenerateDesc(resources, nbResources):
-            """cuDevResourceGenerateDesc(resources, nbResources) -> phDesc (CUdevResourceDesc)
-
-            Calls the driver's cuDevResourceGenerateDesc (ABI version 12040): CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if resources.__class__ is not int: resources, _k1 = _address(resources)
-            elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
-            if _chk and (not 0 <= nbResources <= 4294967295 or nbResources.__class__ is not int and not isinstance(nbResources, int)): _check('I', nbResources, 'nbResources')
-            _v = _f1(resources, nbResources)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDevResourceGenerateDesc')
-            return _v
-
-        return cuDevResourceGenerateDesc
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuDevResourceGenerateDesc')
@@ -1686,7 +1337,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
             _raise(_rc, 'cuDevResourceGenerateDesc')
         return _o0[0]
 
-    return cuDevResourceGenerateDesc
+    return _b.fast('cuDevResourceGenerateDesc', cuDevResourceGenerateDesc, '(resources, nbResources)') or cuDevResourceGenerateDesc
 
 
 def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
@@ -1727,27 +1378,6 @@ def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
 
 
 def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceCanAccessPeer', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceCanAccessPeer(dev, peerDev):
-            """cuDeviceCanAccessPeer(dev, peerDev) -> canAccessPeer (int)
-
-            Calls the driver's cuDeviceCanAccessPeer (ABI version 4000): CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            if _chk and (not -2147483648 <= peerDev <= 2147483647 or peerDev.__class__ is not int and not isinstance(peerDev, int)): _check('i', peerDev, 'peerDev')
-            _v = _f1(dev, peerDev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceCanAccessPeer')
-            return _v
-
-        return cuDeviceCanAccessPeer
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceCanAccessPeer')
@@ -1772,7 +1402,7 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceCanAccessPeer')
         return _o0[0]
 
-    return cuDeviceCanAccessPeer
+    return _b.fast('cuDeviceCanAccessPeer', cuDeviceCanAccessPeer, '(dev, peerDev)') or cuDeviceCanAccessPeer
 
 
 def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
@@ -1806,9 +1436,10 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGet(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGet', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuDeviceGet'):
+        _o0 = _n0()
 
         def cuDeviceGet(ordinal):
             """cuDeviceGet(ordinal) -> device (CUdevice)
@@ -1817,17 +1448,16 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
             if _chk and (not -2147483648 <= ordinal <= 2147483647 or ordinal.__class__ is not int and not isinstance(ordinal, int)): _check('i', ordinal, 'ordinal')
-            _v = _f1(ordinal)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGet')
-            return _v
+            try:
+                _rc = _fn(_o0, ordinal)
+            except _AE as _e:
+                raise TypeError('cuDeviceGet: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuDeviceGet')
+            return _o0[0]
 
         return cuDeviceGet
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceGet')
 
     def cuDeviceGet(ordinal):
@@ -1849,13 +1479,14 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGet')
         return _o0[0]
 
-    return cuDeviceGet
+    return _b.fast('cuDeviceGet', cuDeviceGet, '(ordinal)') or cuDeviceGet
 
 
 def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetAttribute', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuDeviceGetAttribute'):
+        _o0 = _n0()
 
         def cuDeviceGetAttribute(attrib, dev):
             """cuDeviceGetAttribute(attrib, dev) -> pi (int)
@@ -1865,17 +1496,16 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
             """
             if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
             if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(attrib, dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetAttribute')
-            return _v
+            try:
+                _rc = _fn(_o0, attrib, dev)
+            except _AE as _e:
+                raise TypeError('cuDeviceGetAttribute: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuDeviceGetAttribute')
+            return _o0[0]
 
         return cuDeviceGetAttribute
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceGetAttribute')
 
     def cuDeviceGetAttribute(attrib, dev):
@@ -1898,31 +1528,10 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetAttribute')
         return _o0[0]
 
-    return cuDeviceGetAttribute
+    return _b.fast('cuDeviceGetAttribute', cuDeviceGetAttribute, '(attrib, dev)') or cuDeviceGetAttribute
 
 
 def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetByPCIBusId', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetByPCIBusId(pciBusId):
-            """cuDeviceGetByPCIBusId(pciBusId) -> dev (CUdevice)
-
-            Calls the driver's cuDeviceGetByPCIBusId (ABI version 4010): CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pciBusId.__class__ is not int: pciBusId, _k1 = _cstring(pciBusId)
-            elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
-            _v = _f1(pciBusId)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetByPCIBusId')
-            return _v
-
-        return cuDeviceGetByPCIBusId
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceGetByPCIBusId')
@@ -1947,13 +1556,14 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetByPCIBusId')
         return _o0[0]
 
-    return cuDeviceGetByPCIBusId
+    return _b.fast('cuDeviceGetByPCIBusId', cuDeviceGetByPCIBusId, '(pciBusId)') or cuDeviceGetByPCIBusId
 
 
 def _mk_cuDeviceGetCount(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetCount', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuDeviceGetCount'):
+        _o0 = _n0()
 
         def cuDeviceGetCount():
             """cuDeviceGetCount() -> count (int)
@@ -1961,17 +1571,16 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
             Calls the driver's cuDeviceGetCount (ABI version 2000): CUresult cuDeviceGetCount(int *count).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetCount')
-            return _v
+            try:
+                _rc = _fn(_o0)
+            except _AE as _e:
+                raise TypeError('cuDeviceGetCount: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuDeviceGetCount')
+            return _o0[0]
 
         return cuDeviceGetCount
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceGetCount')
 
     def cuDeviceGetCount():
@@ -1992,30 +1601,10 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetCount')
         return _o0[0]
 
-    return cuDeviceGetCount
+    return _b.fast('cuDeviceGetCount', cuDeviceGetCount, '()') or cuDeviceGetCount
 
 
 def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetDefaultMemPool', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetDefaultMemPool(dev):
-            """cuDeviceGetDefaultMemPool(dev) -> pool_out (CUmemoryPool)
-
-            Calls the driver's cuDeviceGetDefaultMemPool (ABI version 11020): CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetDefaultMemPool')
-            return _v
-
-        return cuDeviceGetDefaultMemPool
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuDeviceGetDefaultMemPool')
@@ -2039,7 +1628,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetDefaultMemPool')
         return _o0[0]
 
-    return cuDeviceGetDefaultMemPool
+    return _b.fast('cuDeviceGetDefaultMemPool', cuDeviceGetDefaultMemPool, '(dev)') or cuDeviceGetDefaultMemPool
 
 
 def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
@@ -2066,27 +1655,6 @@ def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetExecAffinitySupport', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetExecAffinitySupport(type, dev):
-            """cuDeviceGetExecAffinitySupport(type, dev) -> pi (int)
-
-            Calls the driver's cuDeviceGetExecAffinitySupport (ABI version 11040): CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(type, dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetExecAffinitySupport')
-            return _v
-
-        return cuDeviceGetExecAffinitySupport
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceGetExecAffinitySupport')
@@ -2111,7 +1679,7 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetExecAffinitySupport')
         return _o0[0]
 
-    return cuDeviceGetExecAffinitySupport
+    return _b.fast('cuDeviceGetExecAffinitySupport', cuDeviceGetExecAffinitySupport, '(type, dev)') or cuDeviceGetExecAffinitySupport
 
 
 def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
@@ -2163,28 +1731,6 @@ def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetLuid(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetLuid', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetLuid(luid, dev):
-            """cuDeviceGetLuid(luid, dev) -> deviceNodeMask (unsigned int)
-
-            Calls the driver's cuDeviceGetLuid (ABI version 10000): CUresult cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if luid.__class__ is not int: luid, _k0 = _address(luid)
-            elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(luid, dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetLuid')
-            return _v
-
-        return cuDeviceGetLuid
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuDeviceGetLuid')
@@ -2210,30 +1756,10 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetLuid')
         return _o0[0]
 
-    return cuDeviceGetLuid
+    return _b.fast('cuDeviceGetLuid', cuDeviceGetLuid, '(luid, dev)') or cuDeviceGetLuid
 
 
 def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetMemPool', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetMemPool(dev):
-            """cuDeviceGetMemPool(dev) -> pool (CUmemoryPool)
-
-            Calls the driver's cuDeviceGetMemPool (ABI version 11020): CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetMemPool')
-            return _v
-
-        return cuDeviceGetMemPool
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuDeviceGetMemPool')
@@ -2257,7 +1783,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetMemPool')
         return _o0[0]
 
-    return cuDeviceGetMemPool
+    return _b.fast('cuDeviceGetMemPool', cuDeviceGetMemPool, '(dev)') or cuDeviceGetMemPool
 
 
 def _mk_cuDeviceGetName(_fn, _b, _chk):
@@ -2333,28 +1859,6 @@ def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetP2PAttribute', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice):
-            """cuDeviceGetP2PAttribute(attrib, srcDevice, dstDevice) -> value (int)
-
-            Calls the driver's cuDeviceGetP2PAttribute (ABI version 8000): CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
-            if _chk and (not -2147483648 <= srcDevice <= 2147483647 or srcDevice.__class__ is not int and not isinstance(srcDevice, int)): _check('i', srcDevice, 'srcDevice')
-            if _chk and (not -2147483648 <= dstDevice <= 2147483647 or dstDevice.__class__ is not int and not isinstance(dstDevice, int)): _check('i', dstDevice, 'dstDevice')
-            _v = _f1(attrib, srcDevice, dstDevice)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetP2PAttribute')
-            return _v
-
-        return cuDeviceGetP2PAttribute
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuDeviceGetP2PAttribute')
@@ -2380,7 +1884,7 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetP2PAttribute')
         return _o0[0]
 
-    return cuDeviceGetP2PAttribute
+    return _b.fast('cuDeviceGetP2PAttribute', cuDeviceGetP2PAttribute, '(attrib, srcDevice, dstDevice)') or cuDeviceGetP2PAttribute
 
 
 def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
@@ -2429,28 +1933,6 @@ def _mk_cuDeviceGetProperties(_fn, _b, _chk):
 
 
 def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceGetTexture1DLinearMaxWidth', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceGetTexture1DLinearMaxWidth(format, numChannels, dev):
-            """cuDeviceGetTexture1DLinearMaxWidth(format, numChannels, dev) -> maxWidthInElements (size_t)
-
-            Calls the driver's cuDeviceGetTexture1DLinearMaxWidth (ABI version 11010): CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= format <= 4294967295 or format.__class__ is not int and not isinstance(format, int)): _check('I', format, 'format')
-            if _chk and (not 0 <= numChannels <= 4294967295 or numChannels.__class__ is not int and not isinstance(numChannels, int)): _check('I', numChannels, 'numChannels')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(format, numChannels, dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceGetTexture1DLinearMaxWidth')
-            return _v
-
-        return cuDeviceGetTexture1DLinearMaxWidth
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuDeviceGetTexture1DLinearMaxWidth')
@@ -2476,7 +1958,7 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetTexture1DLinearMaxWidth')
         return _o0[0]
 
-    return cuDeviceGetTexture1DLinearMaxWidth
+    return _b.fast('cuDeviceGetTexture1DLinearMaxWidth', cuDeviceGetTexture1DLinearMaxWidth, '(format, numChannels, dev)') or cuDeviceGetTexture1DLinearMaxWidth
 
 
 def _mk_cuDeviceGetUuid(_fn, _b, _chk):
@@ -2592,26 +2074,6 @@ def _mk_cuDevicePrimaryCtxReset(_fn, _b, _chk):
 
 
 def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
-    _fast = _b.fast1('cuDevicePrimaryCtxRetain', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDevicePrimaryCtxRetain(dev):
-            """cuDevicePrimaryCtxRetain(dev) -> pctx (CUcontext)
-
-            Calls the driver's cuDevicePrimaryCtxRetain (ABI version 7000): CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDevicePrimaryCtxRetain')
-            return _v
-
-        return cuDevicePrimaryCtxRetain
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuDevicePrimaryCtxRetain')
@@ -2635,7 +2097,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
             _raise(_rc, 'cuDevicePrimaryCtxRetain')
         return _o0[0]
 
-    return cuDevicePrimaryCtxRetain
+    return _b.fast('cuDevicePrimaryCtxRetain', cuDevicePrimaryCtxRetain, '(dev)') or cuDevicePrimaryCtxRetain
 
 
 def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
@@ -2660,30 +2122,6 @@ def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
 
 
 def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceRegisterAsyncNotification', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceRegisterAsyncNotification(device, callbackFunc, userData):
-            """cuDeviceRegisterAsyncNotification(device, callbackFunc, userData) -> callback (CUasyncCallbackHandle)
-
-            Calls the driver's cuDeviceRegisterAsyncNotification (ABI version 12040): CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void *userData, CUasyncCallbackHandle *callback).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= device <= 2147483647 or device.__class__ is not int and not isinstance(device, int)): _check('i', device, 'device')
-            if callbackFunc.__class__ is not int: callbackFunc, _k1 = _address(callbackFunc)
-            elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
-            if userData.__class__ is not int: userData, _k2 = _address(userData)
-            elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
-            _v = _f1(device, callbackFunc, userData)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceRegisterAsyncNotification')
-            return _v
-
-        return cuDeviceRegisterAsyncNotification
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuDeviceRegisterAsyncNotification')
@@ -2711,7 +2149,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceRegisterAsyncNotification')
         return _o0[0]
 
-    return cuDeviceRegisterAsyncNotification
+    return _b.fast('cuDeviceRegisterAsyncNotification', cuDeviceRegisterAsyncNotification, '(device, callbackFunc, userData)') or cuDeviceRegisterAsyncNotification
 
 
 def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
@@ -2760,26 +2198,6 @@ def _mk_cuDeviceSetMemPool(_fn, _b, _chk):
 
 
 def _mk_cuDeviceTotalMem(_fn, _b, _chk):
-    _fast = _b.fast1('cuDeviceTotalMem', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuDeviceTotalMem(dev):
-            """cuDeviceTotalMem(dev) -> bytes (size_t)
-
-            Calls the driver's cuDeviceTotalMem (ABI version 3020): CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDeviceTotalMem')
-            return _v
-
-        return cuDeviceTotalMem
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuDeviceTotalMem')
@@ -2803,7 +2221,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceTotalMem')
         return _o0[0]
 
-    return cuDeviceTotalMem
+    return _b.fast('cuDeviceTotalMem', cuDeviceTotalMem, '(dev)') or cuDeviceTotalMem
 
 
 def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
@@ -2829,9 +2247,10 @@ def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
 
 
 def _mk_cuDriverGetVersion(_fn, _b, _chk):
-    _fast = _b.fast1('cuDriverGetVersion', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuDriverGetVersion'):
+        _o0 = _n0()
 
         def cuDriverGetVersion():
             """cuDriverGetVersion() -> driverVersion (int)
@@ -2839,17 +2258,16 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
             Calls the driver's cuDriverGetVersion (ABI version 2020): CUresult cuDriverGetVersion(int *driverVersion).
             Raises cuabi.CUDAError (a subclass per CUresult) on failure.
             """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuDriverGetVersion')
-            return _v
+            try:
+                _rc = _fn(_o0)
+            except _AE as _e:
+                raise TypeError('cuDriverGetVersion: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuDriverGetVersion')
+            return _o0[0]
 
         return cuDriverGetVersion
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuDriverGetVersion')
 
     def cuDriverGetVersion():
@@ -2870,30 +2288,10 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
             _raise(_rc, 'cuDriverGetVersion')
         return _o0[0]
 
-    return cuDriverGetVersion
+    return _b.fast('cuDriverGetVersion', cuDriverGetVersion, '()') or cuDriverGetVersion
 
 
 def _mk_cuEventCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuEventCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuEventCreate(Flags):
-            """cuEventCreate(Flags) -> phEvent (CUevent)
-
-            Calls the driver's cuEventCreate (ABI version 2000): CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
-            _v = _f1(Flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuEventCreate')
-            return _v
-
-        return cuEventCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuEventCreate')
@@ -2917,7 +2315,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
             _raise(_rc, 'cuEventCreate')
         return _o0[0]
 
-    return cuEventCreate
+    return _b.fast('cuEventCreate', cuEventCreate, '(Flags)') or cuEventCreate
 
 
 def _mk_cuEventDestroy(_fn, _b, _chk):
@@ -3061,29 +2459,6 @@ def _mk_cuEventSynchronize(_fn, _b, _chk):
 
 
 def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
-    _fast = _b.fast1('cuExternalMemoryGetMappedBuffer', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuExternalMemoryGetMappedBuffer(extMem, bufferDesc):
-            """cuExternalMemoryGetMappedBuffer(extMem, bufferDesc) -> devPtr (CUdeviceptr)
-
-            Calls the driver's cuExternalMemoryGetMappedBuffer (ABI version 10000): CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if extMem.__class__ is not int: extMem, _k1 = _address(extMem)
-            elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
-            if bufferDesc.__class__ is not int: bufferDesc, _k2 = _address(bufferDesc)
-            elif _chk and not 0 <= bufferDesc <= 18446744073709551615: _check('p', bufferDesc, 'bufferDesc')
-            _v = _f1(extMem, bufferDesc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuExternalMemoryGetMappedBuffer')
-            return _v
-
-        return cuExternalMemoryGetMappedBuffer
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuExternalMemoryGetMappedBuffer')
@@ -3110,33 +2485,10 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
             _raise(_rc, 'cuExternalMemoryGetMappedBuffer')
         return _o0[0]
 
-    return cuExternalMemoryGetMappedBuffer
+    return _b.fast('cuExternalMemoryGetMappedBuffer', cuExternalMemoryGetMappedBuffer, '(extMem, bufferDesc)') or cuExternalMemoryGetMappedBuffer
 
 
 def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
-    _fast = _b.fast1('cuExternalMemoryGetMappedMipmappedArray', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuExternalMemoryGetMappedMipmappedArray(extMem, mipmapDesc):
-            """cuExternalMemoryGetMappedMipmappedArray(extMem, mipmapDesc) -> mipmap (CUmipmappedArray)
-
-            Calls the driver's cuExternalMemoryGetMappedMipmappedArray (ABI version 10000): CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray *mipmap, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *mipmapDesc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if extMem.__class__ is not int: extMem, _k1 = _address(extMem)
-            elif _chk and not 0 <= extMem <= 18446744073709551615: _check('p', extMem, 'extMem')
-            if mipmapDesc.__class__ is not int: mipmapDesc, _k2 = _address(mipmapDesc)
-            elif _chk and not 0 <= mipmapDesc <= 18446744073709551615: _check('p', mipmapDesc, 'mipmapDesc')
-            _v = _f1(extMem, mipmapDesc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuExternalMemoryGetMappedMipmappedArray')
-            return _v
-
-        return cuExternalMemoryGetMappedMipmappedArray
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuExternalMemoryGetMappedMipmappedArray')
@@ -3163,7 +2515,7 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuExternalMemoryGetMappedMipmappedArray')
         return _o0[0]
 
-    return cuExternalMemoryGetMappedMipmappedArray
+    return _b.fast('cuExternalMemoryGetMappedMipmappedArray', cuExternalMemoryGetMappedMipmappedArray, '(extMem, mipmapDesc)') or cuExternalMemoryGetMappedMipmappedArray
 
 
 def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
@@ -3188,9 +2540,10 @@ def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
 
 
 def _mk_cuFuncGetAttribute(_fn, _b, _chk):
-    _fast = _b.fast1('cuFuncGetAttribute', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuFuncGetAttribute'):
+        _o0 = _n0()
 
         def cuFuncGetAttribute(attrib, hfunc):
             """cuFuncGetAttribute(attrib, hfunc) -> pi (int)
@@ -3201,17 +2554,16 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
             if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
             if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
             elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-            _v = _f1(attrib, hfunc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuFuncGetAttribute')
-            return _v
+            try:
+                _rc = _fn(_o0, attrib, hfunc)
+            except _AE as _e:
+                raise TypeError('cuFuncGetAttribute: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuFuncGetAttribute')
+            return _o0[0]
 
         return cuFuncGetAttribute
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuFuncGetAttribute')
 
     def cuFuncGetAttribute(attrib, hfunc):
@@ -3235,31 +2587,10 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuFuncGetAttribute')
         return _o0[0]
 
-    return cuFuncGetAttribute
+    return _b.fast('cuFuncGetAttribute', cuFuncGetAttribute, '(attrib, hfunc)') or cuFuncGetAttribute
 
 
 def _mk_cuFuncGetModule(_fn, _b, _chk):
-    _fast = _b.fast1('cuFuncGetModule', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuFuncGetModule(hfunc):
-            """cuFuncGetModule(hfunc) -> hmod (CUmodule)
-
-            Calls the driver's cuFuncGetModule (ABI version 11000): CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hfunc.__class__ is not int: hfunc, _k1 = _address(hfunc)
-            elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-            _v = _f1(hfunc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuFuncGetModule')
-            return _v
-
-        return cuFuncGetModule
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuFuncGetModule')
@@ -3284,7 +2615,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
             _raise(_rc, 'cuFuncGetModule')
         return _o0[0]
 
-    return cuFuncGetModule
+    return _b.fast('cuFuncGetModule', cuFuncGetModule, '(hfunc)') or cuFuncGetModule
 
 
 def _mk_cuFuncGetName(_fn, _b, _chk):
@@ -3348,27 +2679,6 @@ def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
 
 
 def _mk_cuFuncIsLoaded(_fn, _b, _chk):
-    _fast = _b.fast1('cuFuncIsLoaded', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuFuncIsLoaded(function):
-            """cuFuncIsLoaded(function) -> state (CUfunctionLoadingState)
-
-            Calls the driver's cuFuncIsLoaded (ABI version 12040): CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if function.__class__ is not int: function, _k1 = _address(function)
-            elif _chk and not 0 <= function <= 18446744073709551615: _check('p', function, 'function')
-            _v = _f1(function)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuFuncIsLoaded')
-            return _v
-
-        return cuFuncIsLoaded
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuFuncIsLoaded')
@@ -3393,7 +2703,7 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
             _raise(_rc, 'cuFuncIsLoaded')
         return _o0[0]
 
-    return cuFuncIsLoaded
+    return _b.fast('cuFuncIsLoaded', cuFuncIsLoaded, '(function)') or cuFuncIsLoaded
 
 
 def _mk_cuFuncLoad(_fn, _b, _chk):
@@ -3533,6 +2843,26 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
 def _mk_cuGetErrorName(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
+    if _b.shares_cells('cuGetErrorName'):
+        _o0 = _n0()
+
+        def cuGetErrorName(error):
+            """cuGetErrorName(error) -> pStr (const char *)
+
+            Calls the driver's cuGetErrorName (ABI version 6000): CUresult cuGetErrorName(CUresult error, const char **pStr).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (not 0 <= error <= 4294967295 or error.__class__ is not int and not isinstance(error, int)): _check('I', error, 'error')
+            try:
+                _rc = _fn(error, _o0)
+            except _AE as _e:
+                raise TypeError('cuGetErrorName: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuGetErrorName')
+            return _cstr_at(_o0[0])
+
+        return cuGetErrorName
+
     _tls = _b.cells('cuGetErrorName')
 
     def cuGetErrorName(error):
@@ -3560,6 +2890,26 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
 def _mk_cuGetErrorString(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
+    if _b.shares_cells('cuGetErrorString'):
+        _o0 = _n0()
+
+        def cuGetErrorString(error):
+            """cuGetErrorString(error) -> pStr (const char *)
+
+            Calls the driver's cuGetErrorString (ABI version 6000): CUresult cuGetErrorString(CUresult error, const char **pStr).
+            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+            """
+            if _chk and (not 0 <= error <= 4294967295 or error.__class__ is not int and not isinstance(error, int)): _check('I', error, 'error')
+            try:
+                _rc = _fn(error, _o0)
+            except _AE as _e:
+                raise TypeError('cuGetErrorString: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuGetErrorString')
+            return _cstr_at(_o0[0])
+
+        return cuGetErrorString
+
     _tls = _b.cells('cuGetErrorString')
 
     def cuGetErrorString(error):
@@ -3585,27 +2935,6 @@ def _mk_cuGetErrorString(_fn, _b, _chk):
 
 
 def _mk_cuGetExportTable(_fn, _b, _chk):
-    _fast = _b.fast1('cuGetExportTable', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGetExportTable(pExportTableId):
-            """cuGetExportTable(pExportTableId) -> ppExportTable (const void *)
-
-            Calls the driver's cuGetExportTable (ABI version 3000): CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pExportTableId.__class__ is not int: pExportTableId, _k1 = _address(pExportTableId)
-            elif _chk and not 0 <= pExportTableId <= 18446744073709551615: _check('p', pExportTableId, 'pExportTableId')
-            _v = _f1(pExportTableId)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGetExportTable')
-            return _v
-
-        return cuGetExportTable
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGetExportTable')
@@ -3630,7 +2959,7 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
             _raise(_rc, 'cuGetExportTable')
         return _o0[0]
 
-    return cuGetExportTable
+    return _b.fast('cuGetExportTable', cuGetExportTable, '(pExportTableId)') or cuGetExportTable
 
 
 def _mk_cuGetProcAddress(_fn, _b, _chk):
@@ -3667,32 +2996,6 @@ def _mk_cuGetProcAddress(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddBatchMemOpNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddBatchMemOpNode(hGraph, dependencies, numDependencies, nodeParams):
-            """cuGraphAddBatchMemOpNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddBatchMemOpNode (ABI version 11070): CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddBatchMemOpNode')
-            return _v
-
-        return cuGraphAddBatchMemOpNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddBatchMemOpNode')
@@ -3722,36 +3025,10 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddBatchMemOpNode')
         return _o0[0]
 
-    return cuGraphAddBatchMemOpNode
+    return _b.fast('cuGraphAddBatchMemOpNode', cuGraphAddBatchMemOpNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddBatchMemOpNode
 
 
 def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddChildGraphNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddChildGraphNode(hGraph, dependencies, numDependencies, childGraph):
-            """cuGraphAddChildGraphNode(hGraph, dependencies, numDependencies, childGraph) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddChildGraphNode (ABI version 10000): CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if childGraph.__class__ is not int: childGraph, _k4 = _address(childGraph)
-            elif _chk and not 0 <= childGraph <= 18446744073709551615: _check('p', childGraph, 'childGraph')
-            _v = _f1(hGraph, dependencies, numDependencies, childGraph)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddChildGraphNode')
-            return _v
-
-        return cuGraphAddChildGraphNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddChildGraphNode')
@@ -3781,7 +3058,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddChildGraphNode')
         return _o0[0]
 
-    return cuGraphAddChildGraphNode
+    return _b.fast('cuGraphAddChildGraphNode', cuGraphAddChildGraphNode, '(hGraph, dependencies, numDependencies, childGraph)') or cuGraphAddChildGraphNode
 
 
 def _mk_cuGraphAddDependencies(_fn, _b, _chk):
@@ -3813,30 +3090,6 @@ def _mk_cuGraphAddDependencies(_fn, _b, _chk):
 
 
 def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddEmptyNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddEmptyNode(hGraph, dependencies, numDependencies):
-            """cuGraphAddEmptyNode(hGraph, dependencies, numDependencies) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddEmptyNode (ABI version 10000): CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            _v = _f1(hGraph, dependencies, numDependencies)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddEmptyNode')
-            return _v
-
-        return cuGraphAddEmptyNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddEmptyNode')
@@ -3864,36 +3117,10 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEmptyNode')
         return _o0[0]
 
-    return cuGraphAddEmptyNode
+    return _b.fast('cuGraphAddEmptyNode', cuGraphAddEmptyNode, '(hGraph, dependencies, numDependencies)') or cuGraphAddEmptyNode
 
 
 def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddEventRecordNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddEventRecordNode(hGraph, dependencies, numDependencies, event):
-            """cuGraphAddEventRecordNode(hGraph, dependencies, numDependencies, event) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddEventRecordNode (ABI version 11010): CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if event.__class__ is not int: event, _k4 = _address(event)
-            elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-            _v = _f1(hGraph, dependencies, numDependencies, event)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddEventRecordNode')
-            return _v
-
-        return cuGraphAddEventRecordNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddEventRecordNode')
@@ -3923,36 +3150,10 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEventRecordNode')
         return _o0[0]
 
-    return cuGraphAddEventRecordNode
+    return _b.fast('cuGraphAddEventRecordNode', cuGraphAddEventRecordNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventRecordNode
 
 
 def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddEventWaitNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddEventWaitNode(hGraph, dependencies, numDependencies, event):
-            """cuGraphAddEventWaitNode(hGraph, dependencies, numDependencies, event) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddEventWaitNode (ABI version 11010): CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if event.__class__ is not int: event, _k4 = _address(event)
-            elif _chk and not 0 <= event <= 18446744073709551615: _check('p', event, 'event')
-            _v = _f1(hGraph, dependencies, numDependencies, event)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddEventWaitNode')
-            return _v
-
-        return cuGraphAddEventWaitNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddEventWaitNode')
@@ -3982,36 +3183,10 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEventWaitNode')
         return _o0[0]
 
-    return cuGraphAddEventWaitNode
+    return _b.fast('cuGraphAddEventWaitNode', cuGraphAddEventWaitNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventWaitNode
 
 
 def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddExternalSemaphoresSignalNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddExternalSemaphoresSignalNode(hGraph, dependencies, numDependencies, nodeParams):
-            """cuGraphAddExternalSemaphoresSignalNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddExternalSemaphoresSignalNode (ABI version 11020): CUresult cuGraphAddExternalSemaphoresSignalNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddExternalSemaphoresSignalNode')
-            return _v
-
-        return cuGraphAddExternalSemaphoresSignalNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddExternalSemaphoresSignalNode')
@@ -4041,36 +3216,10 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddExternalSemaphoresSignalNode')
         return _o0[0]
 
-    return cuGraphAddExternalSemaphoresSignalNode
+    return _b.fast('cuGraphAddExternalSemaphoresSignalNode', cuGraphAddExternalSemaphoresSignalNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresSignalNode
 
 
 def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddExternalSemaphoresWaitNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddExternalSemaphoresWaitNode(hGraph, dependencies, numDependencies, nodeParams):
-            """cuGraphAddExternalSemaphoresWaitNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddExternalSemaphoresWaitNode (ABI version 11020): CUresult cuGraphAddExternalSemaphoresWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddExternalSemaphoresWaitNode')
-            return _v
-
-        return cuGraphAddExternalSemaphoresWaitNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddExternalSemaphoresWaitNode')
@@ -4100,36 +3249,10 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddExternalSemaphoresWaitNode')
         return _o0[0]
 
-    return cuGraphAddExternalSemaphoresWaitNode
+    return _b.fast('cuGraphAddExternalSemaphoresWaitNode', cuGraphAddExternalSemaphoresWaitNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresWaitNode
 
 
 def _mk_cuGraphAddHostNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddHostNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddHostNode(hGraph, dependencies, numDependencies, nodeParams):
-            """cuGraphAddHostNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddHostNode (ABI version 10000): CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddHostNode')
-            return _v
-
-        return cuGraphAddHostNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddHostNode')
@@ -4159,36 +3282,10 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddHostNode')
         return _o0[0]
 
-    return cuGraphAddHostNode
+    return _b.fast('cuGraphAddHostNode', cuGraphAddHostNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddHostNode
 
 
 def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddKernelNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddKernelNode(hGraph, dependencies, numDependencies, nodeParams):
-            """cuGraphAddKernelNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddKernelNode (ABI version 12000): CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddKernelNode')
-            return _v
-
-        return cuGraphAddKernelNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddKernelNode')
@@ -4218,36 +3315,10 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddKernelNode')
         return _o0[0]
 
-    return cuGraphAddKernelNode
+    return _b.fast('cuGraphAddKernelNode', cuGraphAddKernelNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddKernelNode
 
 
 def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddMemAllocNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddMemAllocNode(hGraph, dependencies, numDependencies, nodeParams):
-            """cuGraphAddMemAllocNode(hGraph, dependencies, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddMemAllocNode (ABI version 11040): CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k4 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddMemAllocNode')
-            return _v
-
-        return cuGraphAddMemAllocNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddMemAllocNode')
@@ -4277,36 +3348,10 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemAllocNode')
         return _o0[0]
 
-    return cuGraphAddMemAllocNode
+    return _b.fast('cuGraphAddMemAllocNode', cuGraphAddMemAllocNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddMemAllocNode
 
 
 def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddMemFreeNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddMemFreeNode(hGraph, dependencies, numDependencies, dptr):
-            """cuGraphAddMemFreeNode(hGraph, dependencies, numDependencies, dptr) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddMemFreeNode (ABI version 11040): CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if dptr.__class__ is not int: dptr, _k4 = _address(dptr)
-            elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-            _v = _f1(hGraph, dependencies, numDependencies, dptr)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddMemFreeNode')
-            return _v
-
-        return cuGraphAddMemFreeNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddMemFreeNode')
@@ -4336,38 +3381,10 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemFreeNode')
         return _o0[0]
 
-    return cuGraphAddMemFreeNode
+    return _b.fast('cuGraphAddMemFreeNode', cuGraphAddMemFreeNode, '(hGraph, dependencies, numDependencies, dptr)') or cuGraphAddMemFreeNode
 
 
 def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddMemcpyNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddMemcpyNode(hGraph, dependencies, numDependencies, copyParams, ctx):
-            """cuGraphAddMemcpyNode(hGraph, dependencies, numDependencies, copyParams, ctx) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddMemcpyNode (ABI version 10000): CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if copyParams.__class__ is not int: copyParams, _k4 = _address(copyParams)
-            elif _chk and not 0 <= copyParams <= 18446744073709551615: _check('p', copyParams, 'copyParams')
-            if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
-            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            _v = _f1(hGraph, dependencies, numDependencies, copyParams, ctx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddMemcpyNode')
-            return _v
-
-        return cuGraphAddMemcpyNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddMemcpyNode')
@@ -4399,38 +3416,10 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemcpyNode')
         return _o0[0]
 
-    return cuGraphAddMemcpyNode
+    return _b.fast('cuGraphAddMemcpyNode', cuGraphAddMemcpyNode, '(hGraph, dependencies, numDependencies, copyParams, ctx)') or cuGraphAddMemcpyNode
 
 
 def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddMemsetNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddMemsetNode(hGraph, dependencies, numDependencies, memsetParams, ctx):
-            """cuGraphAddMemsetNode(hGraph, dependencies, numDependencies, memsetParams, ctx) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddMemsetNode (ABI version 10000): CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if memsetParams.__class__ is not int: memsetParams, _k4 = _address(memsetParams)
-            elif _chk and not 0 <= memsetParams <= 18446744073709551615: _check('p', memsetParams, 'memsetParams')
-            if ctx.__class__ is not int: ctx, _k5 = _address(ctx)
-            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            _v = _f1(hGraph, dependencies, numDependencies, memsetParams, ctx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddMemsetNode')
-            return _v
-
-        return cuGraphAddMemsetNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddMemsetNode')
@@ -4462,38 +3451,10 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemsetNode')
         return _o0[0]
 
-    return cuGraphAddMemsetNode
+    return _b.fast('cuGraphAddMemsetNode', cuGraphAddMemsetNode, '(hGraph, dependencies, numDependencies, memsetParams, ctx)') or cuGraphAddMemsetNode
 
 
 def _mk_cuGraphAddNode(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphAddNode', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphAddNode(hGraph, dependencies, dependencyData, numDependencies, nodeParams):
-            """cuGraphAddNode(hGraph, dependencies, dependencyData, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
-
-            Calls the driver's cuGraphAddNode (ABI version 12030): CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
-            elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
-            if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
-            elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
-            if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
-            if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
-            elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
-            _v = _f1(hGraph, dependencies, dependencyData, numDependencies, nodeParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphAddNode')
-            return _v
-
-        return cuGraphAddNode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphAddNode')
@@ -4525,7 +3486,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddNode')
         return _o0[0]
 
-    return cuGraphAddNode
+    return _b.fast('cuGraphAddNode', cuGraphAddNode, '(hGraph, dependencies, dependencyData, numDependencies, nodeParams)') or cuGraphAddNode
 
 
 def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
@@ -4575,27 +3536,6 @@ def _mk_cuGraphBatchMemOpNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphChildGraphNodeGetGraph', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphChildGraphNodeGetGraph(hNode):
-            """cuGraphChildGraphNodeGetGraph(hNode) -> phGraph (CUgraph)
-
-            Calls the driver's cuGraphChildGraphNodeGetGraph (ABI version 10000): CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-            _v = _f1(hNode)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphChildGraphNodeGetGraph')
-            return _v
-
-        return cuGraphChildGraphNodeGetGraph
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphChildGraphNodeGetGraph')
@@ -4620,31 +3560,10 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
             _raise(_rc, 'cuGraphChildGraphNodeGetGraph')
         return _o0[0]
 
-    return cuGraphChildGraphNodeGetGraph
+    return _b.fast('cuGraphChildGraphNodeGetGraph', cuGraphChildGraphNodeGetGraph, '(hNode)') or cuGraphChildGraphNodeGetGraph
 
 
 def _mk_cuGraphClone(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphClone', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphClone(originalGraph):
-            """cuGraphClone(originalGraph) -> phGraphClone (CUgraph)
-
-            Calls the driver's cuGraphClone (ABI version 10000): CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if originalGraph.__class__ is not int: originalGraph, _k1 = _address(originalGraph)
-            elif _chk and not 0 <= originalGraph <= 18446744073709551615: _check('p', originalGraph, 'originalGraph')
-            _v = _f1(originalGraph)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphClone')
-            return _v
-
-        return cuGraphClone
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphClone')
@@ -4669,35 +3588,10 @@ def _mk_cuGraphClone(_fn, _b, _chk):
             _raise(_rc, 'cuGraphClone')
         return _o0[0]
 
-    return cuGraphClone
+    return _b.fast('cuGraphClone', cuGraphClone, '(originalGraph)') or cuGraphClone
 
 
 def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphConditionalHandleCreate', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags):
-            """cuGraphConditionalHandleCreate(hGraph, ctx, defaultLaunchValue, flags) -> pHandle_out (CUgraphConditionalHandle)
-
-            Calls the driver's cuGraphConditionalHandleCreate (ABI version 12030): CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if ctx.__class__ is not int: ctx, _k2 = _address(ctx)
-            elif _chk and not 0 <= ctx <= 18446744073709551615: _check('p', ctx, 'ctx')
-            if _chk and (not 0 <= defaultLaunchValue <= 4294967295 or defaultLaunchValue.__class__ is not int and not isinstance(defaultLaunchValue, int)): _check('I', defaultLaunchValue, 'defaultLaunchValue')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(hGraph, ctx, defaultLaunchValue, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphConditionalHandleCreate')
-            return _v
-
-        return cuGraphConditionalHandleCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuGraphConditionalHandleCreate')
@@ -4726,30 +3620,10 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGraphConditionalHandleCreate')
         return _o0[0]
 
-    return cuGraphConditionalHandleCreate
+    return _b.fast('cuGraphConditionalHandleCreate', cuGraphConditionalHandleCreate, '(hGraph, ctx, defaultLaunchValue, flags)') or cuGraphConditionalHandleCreate
 
 
 def _mk_cuGraphCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphCreate(flags):
-            """cuGraphCreate(flags) -> phGraph (CUgraph)
-
-            Calls the driver's cuGraphCreate (ABI version 10000): CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphCreate')
-            return _v
-
-        return cuGraphCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphCreate')
@@ -4773,7 +3647,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGraphCreate')
         return _o0[0]
 
-    return cuGraphCreate
+    return _b.fast('cuGraphCreate', cuGraphCreate, '(flags)') or cuGraphCreate
 
 
 def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
@@ -4843,27 +3717,6 @@ def _mk_cuGraphDestroyNode(_fn, _b, _chk):
 
 
 def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphEventRecordNodeGetEvent', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphEventRecordNodeGetEvent(hNode):
-            """cuGraphEventRecordNodeGetEvent(hNode) -> event_out (CUevent)
-
-            Calls the driver's cuGraphEventRecordNodeGetEvent (ABI version 11010): CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-            _v = _f1(hNode)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphEventRecordNodeGetEvent')
-            return _v
-
-        return cuGraphEventRecordNodeGetEvent
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphEventRecordNodeGetEvent')
@@ -4888,7 +3741,7 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
             _raise(_rc, 'cuGraphEventRecordNodeGetEvent')
         return _o0[0]
 
-    return cuGraphEventRecordNodeGetEvent
+    return _b.fast('cuGraphEventRecordNodeGetEvent', cuGraphEventRecordNodeGetEvent, '(hNode)') or cuGraphEventRecordNodeGetEvent
 
 
 def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
@@ -4915,27 +3768,6 @@ def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
 
 
 def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphEventWaitNodeGetEvent', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphEventWaitNodeGetEvent(hNode):
-            """cuGraphEventWaitNodeGetEvent(hNode) -> event_out (CUevent)
-
-            Calls the driver's cuGraphEventWaitNodeGetEvent (ABI version 11010): CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-            _v = _f1(hNode)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphEventWaitNodeGetEvent')
-            return _v
-
-        return cuGraphEventWaitNodeGetEvent
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphEventWaitNodeGetEvent')
@@ -4960,7 +3792,7 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
             _raise(_rc, 'cuGraphEventWaitNodeGetEvent')
         return _o0[0]
 
-    return cuGraphEventWaitNodeGetEvent
+    return _b.fast('cuGraphEventWaitNodeGetEvent', cuGraphEventWaitNodeGetEvent, '(hNode)') or cuGraphEventWaitNodeGetEvent
 
 
 def _mk_cuGraphEventWaitNodeSetEvent(_fn, _b, _chk):
@@ -5158,27 +3990,6 @@ def _mk_cuGraphExecExternalSemaphoresWaitNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphExecGetFlags', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphExecGetFlags(hGraphExec):
-            """cuGraphExecGetFlags(hGraphExec) -> flags (cuuint64_t)
-
-            Calls the driver's cuGraphExecGetFlags (ABI version 12000): CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-            elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
-            _v = _f1(hGraphExec)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphExecGetFlags')
-            return _v
-
-        return cuGraphExecGetFlags
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuGraphExecGetFlags')
@@ -5203,7 +4014,7 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuGraphExecGetFlags')
         return _o0[0]
 
-    return cuGraphExecGetFlags
+    return _b.fast('cuGraphExecGetFlags', cuGraphExecGetFlags, '(hGraphExec)') or cuGraphExecGetFlags
 
 
 def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
@@ -5602,28 +4413,6 @@ def _mk_cuGraphHostNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphInstantiate(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphInstantiate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphInstantiate(hGraph, flags):
-            """cuGraphInstantiate(hGraph, flags) -> phGraphExec (CUgraphExec)
-
-            Calls the driver's cuGraphInstantiateWithFlags (ABI version 11040): CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
-            _v = _f1(hGraph, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphInstantiate')
-            return _v
-
-        return cuGraphInstantiate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphInstantiate')
@@ -5649,33 +4438,10 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
             _raise(_rc, 'cuGraphInstantiate')
         return _o0[0]
 
-    return cuGraphInstantiate
+    return _b.fast('cuGraphInstantiate', cuGraphInstantiate, '(hGraph, flags)') or cuGraphInstantiate
 
 
 def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphInstantiateWithParams', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphInstantiateWithParams(hGraph, instantiateParams):
-            """cuGraphInstantiateWithParams(hGraph, instantiateParams) -> phGraphExec (CUgraphExec)
-
-            Calls the driver's cuGraphInstantiateWithParams (ABI version 12000): CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
-            elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
-            if instantiateParams.__class__ is not int: instantiateParams, _k2 = _address(instantiateParams)
-            elif _chk and not 0 <= instantiateParams <= 18446744073709551615: _check('p', instantiateParams, 'instantiateParams')
-            _v = _f1(hGraph, instantiateParams)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphInstantiateWithParams')
-            return _v
-
-        return cuGraphInstantiateWithParams
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphInstantiateWithParams')
@@ -5702,7 +4468,7 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
             _raise(_rc, 'cuGraphInstantiateWithParams')
         return _o0[0]
 
-    return cuGraphInstantiateWithParams
+    return _b.fast('cuGraphInstantiateWithParams', cuGraphInstantiateWithParams, '(hGraph, instantiateParams)') or cuGraphInstantiateWithParams
 
 
 def _mk_cuGraphKernelNodeCopyAttributes(_fn, _b, _chk):
@@ -5869,27 +4635,6 @@ def _mk_cuGraphMemAllocNodeGetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphMemFreeNodeGetParams', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphMemFreeNodeGetParams(hNode):
-            """cuGraphMemFreeNodeGetParams(hNode) -> dptr_out (CUdeviceptr)
-
-            Calls the driver's cuGraphMemFreeNodeGetParams (ABI version 11040): CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-            _v = _f1(hNode)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphMemFreeNodeGetParams')
-            return _v
-
-        return cuGraphMemFreeNodeGetParams
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuGraphMemFreeNodeGetParams')
@@ -5914,7 +4659,7 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
             _raise(_rc, 'cuGraphMemFreeNodeGetParams')
         return _o0[0]
 
-    return cuGraphMemFreeNodeGetParams
+    return _b.fast('cuGraphMemFreeNodeGetParams', cuGraphMemFreeNodeGetParams, '(hNode)') or cuGraphMemFreeNodeGetParams
 
 
 def _mk_cuGraphMemcpyNodeGetParams(_fn, _b, _chk):
@@ -6010,29 +4755,6 @@ def _mk_cuGraphMemsetNodeSetParams(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphNodeFindInClone', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphNodeFindInClone(hOriginalNode, hClonedGraph):
-            """cuGraphNodeFindInClone(hOriginalNode, hClonedGraph) -> phNode (CUgraphNode)
-
-            Calls the driver's cuGraphNodeFindInClone (ABI version 10000): CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hOriginalNode.__class__ is not int: hOriginalNode, _k1 = _address(hOriginalNode)
-            elif _chk and not 0 <= hOriginalNode <= 18446744073709551615: _check('p', hOriginalNode, 'hOriginalNode')
-            if hClonedGraph.__class__ is not int: hClonedGraph, _k2 = _address(hClonedGraph)
-            elif _chk and not 0 <= hClonedGraph <= 18446744073709551615: _check('p', hClonedGraph, 'hClonedGraph')
-            _v = _f1(hOriginalNode, hClonedGraph)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphNodeFindInClone')
-            return _v
-
-        return cuGraphNodeFindInClone
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphNodeFindInClone')
@@ -6059,7 +4781,7 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeFindInClone')
         return _o0[0]
 
-    return cuGraphNodeFindInClone
+    return _b.fast('cuGraphNodeFindInClone', cuGraphNodeFindInClone, '(hOriginalNode, hClonedGraph)') or cuGraphNodeFindInClone
 
 
 def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
@@ -6133,29 +4855,6 @@ def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
 
 
 def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphNodeGetEnabled', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphNodeGetEnabled(hGraphExec, hNode):
-            """cuGraphNodeGetEnabled(hGraphExec, hNode) -> isEnabled (unsigned int)
-
-            Calls the driver's cuGraphNodeGetEnabled (ABI version 11060): CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
-            elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
-            if hNode.__class__ is not int: hNode, _k1 = _address(hNode)
-            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-            _v = _f1(hGraphExec, hNode)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphNodeGetEnabled')
-            return _v
-
-        return cuGraphNodeGetEnabled
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuGraphNodeGetEnabled')
@@ -6182,31 +4881,10 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeGetEnabled')
         return _o0[0]
 
-    return cuGraphNodeGetEnabled
+    return _b.fast('cuGraphNodeGetEnabled', cuGraphNodeGetEnabled, '(hGraphExec, hNode)') or cuGraphNodeGetEnabled
 
 
 def _mk_cuGraphNodeGetType(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphNodeGetType', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphNodeGetType(hNode):
-            """cuGraphNodeGetType(hNode) -> type (CUgraphNodeType)
-
-            Calls the driver's cuGraphNodeGetType (ABI version 10000): CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
-            elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
-            _v = _f1(hNode)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphNodeGetType')
-            return _v
-
-        return cuGraphNodeGetType
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuGraphNodeGetType')
@@ -6231,7 +4909,7 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeGetType')
         return _o0[0]
 
-    return cuGraphNodeGetType
+    return _b.fast('cuGraphNodeGetType', cuGraphNodeGetType, '(hNode)') or cuGraphNodeGetType
 
 
 def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
@@ -6406,27 +5084,6 @@ def _mk_cuGraphicsMapResources(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphicsResourceGetMappedMipmappedArray', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphicsResourceGetMappedMipmappedArray(resource):
-            """cuGraphicsResourceGetMappedMipmappedArray(resource) -> pMipmappedArray (CUmipmappedArray)
-
-            Calls the driver's cuGraphicsResourceGetMappedMipmappedArray (ABI version 5000): CUresult cuGraphicsResourceGetMappedMipmappedArray(CUmipmappedArray *pMipmappedArray, CUgraphicsResource resource).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if resource.__class__ is not int: resource, _k1 = _address(resource)
-            elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-            _v = _f1(resource)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphicsResourceGetMappedMipmappedArray')
-            return _v
-
-        return cuGraphicsResourceGetMappedMipmappedArray
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphicsResourceGetMappedMipmappedArray')
@@ -6451,7 +5108,7 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuGraphicsResourceGetMappedMipmappedArray')
         return _o0[0]
 
-    return cuGraphicsResourceGetMappedMipmappedArray
+    return _b.fast('cuGraphicsResourceGetMappedMipmappedArray', cuGraphicsResourceGetMappedMipmappedArray, '(resource)') or cuGraphicsResourceGetMappedMipmappedArray
 
 
 def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
@@ -6508,29 +5165,6 @@ def _mk_cuGraphicsResourceSetMapFlags(_fn, _b, _chk):
 
 
 def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
-    _fast = _b.fast1('cuGraphicsSubResourceGetMappedArray', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGraphicsSubResourceGetMappedArray(resource, arrayIndex, mipLevel):
-            """cuGraphicsSubResourceGetMappedArray(resource, arrayIndex, mipLevel) -> pArray (CUarray)
-
-            Calls the driver's cuGraphicsSubResourceGetMappedArray (ABI version 3000): CUresult cuGraphicsSubResourceGetMappedArray(CUarray *pArray, CUgraphicsResource resource, unsigned int arrayIndex, unsigned int mipLevel).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if resource.__class__ is not int: resource, _k1 = _address(resource)
-            elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
-            if _chk and (not 0 <= arrayIndex <= 4294967295 or arrayIndex.__class__ is not int and not isinstance(arrayIndex, int)): _check('I', arrayIndex, 'arrayIndex')
-            if _chk and (not 0 <= mipLevel <= 4294967295 or mipLevel.__class__ is not int and not isinstance(mipLevel, int)): _check('I', mipLevel, 'mipLevel')
-            _v = _f1(resource, arrayIndex, mipLevel)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGraphicsSubResourceGetMappedArray')
-            return _v
-
-        return cuGraphicsSubResourceGetMappedArray
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGraphicsSubResourceGetMappedArray')
@@ -6557,7 +5191,7 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuGraphicsSubResourceGetMappedArray')
         return _o0[0]
 
-    return cuGraphicsSubResourceGetMappedArray
+    return _b.fast('cuGraphicsSubResourceGetMappedArray', cuGraphicsSubResourceGetMappedArray, '(resource, arrayIndex, mipLevel)') or cuGraphicsSubResourceGetMappedArray
 
 
 def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
@@ -6606,29 +5240,6 @@ def _mk_cuGraphicsUnregisterResource(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuGreenCtxCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGreenCtxCreate(desc, dev, flags):
-            """cuGreenCtxCreate(desc, dev, flags) -> phCtx (CUgreenCtx)
-
-            Calls the driver's cuGreenCtxCreate (ABI version 12040): CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if desc.__class__ is not int: desc, _k1 = _address(desc)
-            elif _chk and not 0 <= desc <= 18446744073709551615: _check('p', desc, 'desc')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(desc, dev, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGreenCtxCreate')
-            return _v
-
-        return cuGreenCtxCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGreenCtxCreate')
@@ -6655,7 +5266,7 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGreenCtxCreate')
         return _o0[0]
 
-    return cuGreenCtxCreate
+    return _b.fast('cuGreenCtxCreate', cuGreenCtxCreate, '(desc, dev, flags)') or cuGreenCtxCreate
 
 
 def _mk_cuGreenCtxDestroy(_fn, _b, _chk):
@@ -6704,27 +5315,6 @@ def _mk_cuGreenCtxGetDevResource(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxGetId(_fn, _b, _chk):
-    _fast = _b.fast1('cuGreenCtxGetId', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGreenCtxGetId(greenCtx):
-            """cuGreenCtxGetId(greenCtx) -> greenCtxId (unsigned long long)
-
-            Calls the driver's cuGreenCtxGetId (ABI version 12090): CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *greenCtxId).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if greenCtx.__class__ is not int: greenCtx, _k0 = _address(greenCtx)
-            elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
-            _v = _f1(greenCtx)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGreenCtxGetId')
-            return _v
-
-        return cuGreenCtxGetId
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuGreenCtxGetId')
@@ -6749,7 +5339,7 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
             _raise(_rc, 'cuGreenCtxGetId')
         return _o0[0]
 
-    return cuGreenCtxGetId
+    return _b.fast('cuGreenCtxGetId', cuGreenCtxGetId, '(greenCtx)') or cuGreenCtxGetId
 
 
 def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
@@ -6776,29 +5366,6 @@ def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
 
 
 def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuGreenCtxStreamCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuGreenCtxStreamCreate(greenCtx, flags, priority):
-            """cuGreenCtxStreamCreate(greenCtx, flags, priority) -> phStream (CUstream)
-
-            Calls the driver's cuGreenCtxStreamCreate (ABI version 12050): CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if greenCtx.__class__ is not int: greenCtx, _k1 = _address(greenCtx)
-            elif _chk and not 0 <= greenCtx <= 18446744073709551615: _check('p', greenCtx, 'greenCtx')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            if _chk and (not -2147483648 <= priority <= 2147483647 or priority.__class__ is not int and not isinstance(priority, int)): _check('i', priority, 'priority')
-            _v = _f1(greenCtx, flags, priority)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuGreenCtxStreamCreate')
-            return _v
-
-        return cuGreenCtxStreamCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuGreenCtxStreamCreate')
@@ -6825,7 +5392,7 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGreenCtxStreamCreate')
         return _o0[0]
 
-    return cuGreenCtxStreamCreate
+    return _b.fast('cuGreenCtxStreamCreate', cuGreenCtxStreamCreate, '(greenCtx, flags, priority)') or cuGreenCtxStreamCreate
 
 
 def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
@@ -6852,27 +5419,6 @@ def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
 
 
 def _mk_cuImportExternalMemory(_fn, _b, _chk):
-    _fast = _b.fast1('cuImportExternalMemory', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuImportExternalMemory(memHandleDesc):
-            """cuImportExternalMemory(memHandleDesc) -> extMem_out (CUexternalMemory)
-
-            Calls the driver's cuImportExternalMemory (ABI version 10000): CUresult cuImportExternalMemory(CUexternalMemory *extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if memHandleDesc.__class__ is not int: memHandleDesc, _k1 = _address(memHandleDesc)
-            elif _chk and not 0 <= memHandleDesc <= 18446744073709551615: _check('p', memHandleDesc, 'memHandleDesc')
-            _v = _f1(memHandleDesc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuImportExternalMemory')
-            return _v
-
-        return cuImportExternalMemory
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuImportExternalMemory')
@@ -6897,31 +5443,10 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
             _raise(_rc, 'cuImportExternalMemory')
         return _o0[0]
 
-    return cuImportExternalMemory
+    return _b.fast('cuImportExternalMemory', cuImportExternalMemory, '(memHandleDesc)') or cuImportExternalMemory
 
 
 def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
-    _fast = _b.fast1('cuImportExternalSemaphore', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuImportExternalSemaphore(semHandleDesc):
-            """cuImportExternalSemaphore(semHandleDesc) -> extSem_out (CUexternalSemaphore)
-
-            Calls the driver's cuImportExternalSemaphore (ABI version 10000): CUresult cuImportExternalSemaphore(CUexternalSemaphore *extSem_out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *semHandleDesc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if semHandleDesc.__class__ is not int: semHandleDesc, _k1 = _address(semHandleDesc)
-            elif _chk and not 0 <= semHandleDesc <= 18446744073709551615: _check('p', semHandleDesc, 'semHandleDesc')
-            _v = _f1(semHandleDesc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuImportExternalSemaphore')
-            return _v
-
-        return cuImportExternalSemaphore
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuImportExternalSemaphore')
@@ -6946,7 +5471,7 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
             _raise(_rc, 'cuImportExternalSemaphore')
         return _o0[0]
 
-    return cuImportExternalSemaphore
+    return _b.fast('cuImportExternalSemaphore', cuImportExternalSemaphore, '(semHandleDesc)') or cuImportExternalSemaphore
 
 
 def _mk_cuInit(_fn, _b, _chk):
@@ -7094,29 +5619,6 @@ def _mk_cuIpcOpenMemHandle(_fn, _b, _chk):
 
 
 def _mk_cuKernelGetAttribute(_fn, _b, _chk):
-    _fast = _b.fast1('cuKernelGetAttribute', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuKernelGetAttribute(attrib, kernel, dev):
-            """cuKernelGetAttribute(attrib, kernel, dev) -> pi (int)
-
-            Calls the driver's cuKernelGetAttribute (ABI version 12000): CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
-            if kernel.__class__ is not int: kernel, _k2 = _address(kernel)
-            elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            _v = _f1(attrib, kernel, dev)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuKernelGetAttribute')
-            return _v
-
-        return cuKernelGetAttribute
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuKernelGetAttribute')
@@ -7143,31 +5645,10 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuKernelGetAttribute')
         return _o0[0]
 
-    return cuKernelGetAttribute
+    return _b.fast('cuKernelGetAttribute', cuKernelGetAttribute, '(attrib, kernel, dev)') or cuKernelGetAttribute
 
 
 def _mk_cuKernelGetFunction(_fn, _b, _chk):
-    _fast = _b.fast1('cuKernelGetFunction', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuKernelGetFunction(kernel):
-            """cuKernelGetFunction(kernel) -> pFunc (CUfunction)
-
-            Calls the driver's cuKernelGetFunction (ABI version 12000): CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if kernel.__class__ is not int: kernel, _k1 = _address(kernel)
-            elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-            _v = _f1(kernel)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuKernelGetFunction')
-            return _v
-
-        return cuKernelGetFunction
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuKernelGetFunction')
@@ -7192,31 +5673,10 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
             _raise(_rc, 'cuKernelGetFunction')
         return _o0[0]
 
-    return cuKernelGetFunction
+    return _b.fast('cuKernelGetFunction', cuKernelGetFunction, '(kernel)') or cuKernelGetFunction
 
 
 def _mk_cuKernelGetLibrary(_fn, _b, _chk):
-    _fast = _b.fast1('cuKernelGetLibrary', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuKernelGetLibrary(kernel):
-            """cuKernelGetLibrary(kernel) -> pLib (CUlibrary)
-
-            Calls the driver's cuKernelGetLibrary (ABI version 12050): CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if kernel.__class__ is not int: kernel, _k1 = _address(kernel)
-            elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
-            _v = _f1(kernel)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuKernelGetLibrary')
-            return _v
-
-        return cuKernelGetLibrary
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuKernelGetLibrary')
@@ -7241,7 +5701,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
             _raise(_rc, 'cuKernelGetLibrary')
         return _o0[0]
 
-    return cuKernelGetLibrary
+    return _b.fast('cuKernelGetLibrary', cuKernelGetLibrary, '(kernel)') or cuKernelGetLibrary
 
 
 def _mk_cuKernelGetName(_fn, _b, _chk):
@@ -7619,29 +6079,6 @@ def _mk_cuLibraryGetGlobal(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetKernel(_fn, _b, _chk):
-    _fast = _b.fast1('cuLibraryGetKernel', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLibraryGetKernel(library, name):
-            """cuLibraryGetKernel(library, name) -> pKernel (CUkernel)
-
-            Calls the driver's cuLibraryGetKernel (ABI version 12000): CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if library.__class__ is not int: library, _k1 = _address(library)
-            elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
-            if name.__class__ is not int: name, _k2 = _cstring(name)
-            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-            _v = _f1(library, name)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLibraryGetKernel')
-            return _v
-
-        return cuLibraryGetKernel
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLibraryGetKernel')
@@ -7668,31 +6105,10 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetKernel')
         return _o0[0]
 
-    return cuLibraryGetKernel
+    return _b.fast('cuLibraryGetKernel', cuLibraryGetKernel, '(library, name)') or cuLibraryGetKernel
 
 
 def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
-    _fast = _b.fast1('cuLibraryGetKernelCount', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLibraryGetKernelCount(lib):
-            """cuLibraryGetKernelCount(lib) -> count (unsigned int)
-
-            Calls the driver's cuLibraryGetKernelCount (ABI version 12040): CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if lib.__class__ is not int: lib, _k1 = _address(lib)
-            elif _chk and not 0 <= lib <= 18446744073709551615: _check('p', lib, 'lib')
-            _v = _f1(lib)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLibraryGetKernelCount')
-            return _v
-
-        return cuLibraryGetKernelCount
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuLibraryGetKernelCount')
@@ -7717,7 +6133,7 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetKernelCount')
         return _o0[0]
 
-    return cuLibraryGetKernelCount
+    return _b.fast('cuLibraryGetKernelCount', cuLibraryGetKernelCount, '(lib)') or cuLibraryGetKernelCount
 
 
 def _mk_cuLibraryGetManaged(_fn, _b, _chk):
@@ -7754,27 +6170,6 @@ def _mk_cuLibraryGetManaged(_fn, _b, _chk):
 
 
 def _mk_cuLibraryGetModule(_fn, _b, _chk):
-    _fast = _b.fast1('cuLibraryGetModule', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLibraryGetModule(library):
-            """cuLibraryGetModule(library) -> pMod (CUmodule)
-
-            Calls the driver's cuLibraryGetModule (ABI version 12000): CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if library.__class__ is not int: library, _k1 = _address(library)
-            elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
-            _v = _f1(library)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLibraryGetModule')
-            return _v
-
-        return cuLibraryGetModule
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLibraryGetModule')
@@ -7799,33 +6194,10 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetModule')
         return _o0[0]
 
-    return cuLibraryGetModule
+    return _b.fast('cuLibraryGetModule', cuLibraryGetModule, '(library)') or cuLibraryGetModule
 
 
 def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
-    _fast = _b.fast1('cuLibraryGetUnifiedFunction', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLibraryGetUnifiedFunction(library, symbol):
-            """cuLibraryGetUnifiedFunction(library, symbol) -> fptr (void *)
-
-            Calls the driver's cuLibraryGetUnifiedFunction (ABI version 12000): CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if library.__class__ is not int: library, _k1 = _address(library)
-            elif _chk and not 0 <= library <= 18446744073709551615: _check('p', library, 'library')
-            if symbol.__class__ is not int: symbol, _k2 = _cstring(symbol)
-            elif _chk and not 0 <= symbol <= 18446744073709551615: _check('p', symbol, 'symbol')
-            _v = _f1(library, symbol)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLibraryGetUnifiedFunction')
-            return _v
-
-        return cuLibraryGetUnifiedFunction
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLibraryGetUnifiedFunction')
@@ -7852,41 +6224,10 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetUnifiedFunction')
         return _o0[0]
 
-    return cuLibraryGetUnifiedFunction
+    return _b.fast('cuLibraryGetUnifiedFunction', cuLibraryGetUnifiedFunction, '(library, symbol)') or cuLibraryGetUnifiedFunction
 
 
 def _mk_cuLibraryLoadData(_fn, _b, _chk):
-    _fast = _b.fast1('cuLibraryLoadData', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLibraryLoadData(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions):
-            """cuLibraryLoadData(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) -> library (CUlibrary)
-
-            Calls the driver's cuLibraryLoadData (ABI version 12000): CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if code.__class__ is not int: code, _k1 = _address(code)
-            elif _chk and not 0 <= code <= 18446744073709551615: _check('p', code, 'code')
-            if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
-            elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
-            if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
-            elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-            if _chk and (not 0 <= numJitOptions <= 4294967295 or numJitOptions.__class__ is not int and not isinstance(numJitOptions, int)): _check('I', numJitOptions, 'numJitOptions')
-            if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
-            elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
-            if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
-            elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-            if _chk and (not 0 <= numLibraryOptions <= 4294967295 or numLibraryOptions.__class__ is not int and not isinstance(numLibraryOptions, int)): _check('I', numLibraryOptions, 'numLibraryOptions')
-            _v = _f1(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLibraryLoadData')
-            return _v
-
-        return cuLibraryLoadData
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLibraryLoadData')
@@ -7921,41 +6262,10 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryLoadData')
         return _o0[0]
 
-    return cuLibraryLoadData
+    return _b.fast('cuLibraryLoadData', cuLibraryLoadData, '(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadData
 
 
 def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
-    _fast = _b.fast1('cuLibraryLoadFromFile', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLibraryLoadFromFile(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions):
-            """cuLibraryLoadFromFile(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions) -> library (CUlibrary)
-
-            Calls the driver's cuLibraryLoadFromFile (ABI version 12000): CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if fileName.__class__ is not int: fileName, _k1 = _cstring(fileName)
-            elif _chk and not 0 <= fileName <= 18446744073709551615: _check('p', fileName, 'fileName')
-            if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
-            elif _chk and not 0 <= jitOptions <= 18446744073709551615: _check('p', jitOptions, 'jitOptions')
-            if jitOptionsValues.__class__ is not int: jitOptionsValues, _k3 = _address(jitOptionsValues)
-            elif _chk and not 0 <= jitOptionsValues <= 18446744073709551615: _check('p', jitOptionsValues, 'jitOptionsValues')
-            if _chk and (not 0 <= numJitOptions <= 4294967295 or numJitOptions.__class__ is not int and not isinstance(numJitOptions, int)): _check('I', numJitOptions, 'numJitOptions')
-            if libraryOptions.__class__ is not int: libraryOptions, _k5 = _address(libraryOptions)
-            elif _chk and not 0 <= libraryOptions <= 18446744073709551615: _check('p', libraryOptions, 'libraryOptions')
-            if libraryOptionValues.__class__ is not int: libraryOptionValues, _k6 = _address(libraryOptionValues)
-            elif _chk and not 0 <= libraryOptionValues <= 18446744073709551615: _check('p', libraryOptionValues, 'libraryOptionValues')
-            if _chk and (not 0 <= numLibraryOptions <= 4294967295 or numLibraryOptions.__class__ is not int and not isinstance(numLibraryOptions, int)): _check('I', numLibraryOptions, 'numLibraryOptions')
-            _v = _f1(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLibraryLoadFromFile')
-            return _v
-
-        return cuLibraryLoadFromFile
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLibraryLoadFromFile')
@@ -7990,7 +6300,7 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryLoadFromFile')
         return _o0[0]
 
-    return cuLibraryLoadFromFile
+    return _b.fast('cuLibraryLoadFromFile', cuLibraryLoadFromFile, '(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadFromFile
 
 
 def _mk_cuLibraryUnload(_fn, _b, _chk):
@@ -8107,30 +6417,6 @@ def _mk_cuLinkComplete(_fn, _b, _chk):
 
 
 def _mk_cuLinkCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuLinkCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLinkCreate(numOptions, options, optionValues):
-            """cuLinkCreate(numOptions, options, optionValues) -> stateOut (CUlinkState)
-
-            Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
-            if options.__class__ is not int: options, _k1 = _address(options)
-            elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
-            if optionValues.__class__ is not int: optionValues, _k2 = _address(optionValues)
-            elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
-            _v = _f1(numOptions, options, optionValues)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLinkCreate')
-            return _v
-
-        return cuLinkCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLinkCreate')
@@ -8158,7 +6444,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
             _raise(_rc, 'cuLinkCreate')
         return _o0[0]
 
-    return cuLinkCreate
+    return _b.fast('cuLinkCreate', cuLinkCreate, '(numOptions, options, optionValues)') or cuLinkCreate
 
 
 def _mk_cuLinkDestroy(_fn, _b, _chk):
@@ -8183,26 +6469,6 @@ def _mk_cuLinkDestroy(_fn, _b, _chk):
 
 
 def _mk_cuLogsCurrent(_fn, _b, _chk):
-    _fast = _b.fast1('cuLogsCurrent', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLogsCurrent(flags):
-            """cuLogsCurrent(flags) -> iterator_out (CUlogIterator)
-
-            Calls the driver's cuLogsCurrent (ABI version 12090): CUresult cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLogsCurrent')
-            return _v
-
-        return cuLogsCurrent
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuLogsCurrent')
@@ -8226,32 +6492,10 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
             _raise(_rc, 'cuLogsCurrent')
         return _o0[0]
 
-    return cuLogsCurrent
+    return _b.fast('cuLogsCurrent', cuLogsCurrent, '(flags)') or cuLogsCurrent
 
 
 def _mk_cuLogsDumpToFile(_fn, _b, _chk):
-    _fast = _b.fast1('cuLogsDumpToFile', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLogsDumpToFile(pathToFile, flags):
-            """cuLogsDumpToFile(pathToFile, flags) -> iterator (CUlogIterator)
-
-            Calls the driver's cuLogsDumpToFile (ABI version 12090): CUresult cuLogsDumpToFile(CUlogIterator *iterator, const char *pathToFile, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pathToFile.__class__ is not int: pathToFile, _k1 = _cstring(pathToFile)
-            elif _chk and not 0 <= pathToFile <= 18446744073709551615: _check('p', pathToFile, 'pathToFile')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(pathToFile, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLogsDumpToFile')
-            return _v
-
-        return cuLogsDumpToFile
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuLogsDumpToFile')
@@ -8277,7 +6521,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
             _raise(_rc, 'cuLogsDumpToFile')
         return _o0[0]
 
-    return cuLogsDumpToFile
+    return _b.fast('cuLogsDumpToFile', cuLogsDumpToFile, '(pathToFile, flags)') or cuLogsDumpToFile
 
 
 def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
@@ -8318,29 +6562,6 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
 
 
 def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
-    _fast = _b.fast1('cuLogsRegisterCallback', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuLogsRegisterCallback(callbackFunc, userData):
-            """cuLogsRegisterCallback(callbackFunc, userData) -> callback_out (CUlogsCallbackHandle)
-
-            Calls the driver's cuLogsRegisterCallback (ABI version 12090): CUresult cuLogsRegisterCallback(CUlogsCallback callbackFunc, void *userData, CUlogsCallbackHandle *callback_out).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if callbackFunc.__class__ is not int: callbackFunc, _k0 = _address(callbackFunc)
-            elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
-            if userData.__class__ is not int: userData, _k1 = _address(userData)
-            elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
-            _v = _f1(callbackFunc, userData)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuLogsRegisterCallback')
-            return _v
-
-        return cuLogsRegisterCallback
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuLogsRegisterCallback')
@@ -8367,7 +6588,7 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
             _raise(_rc, 'cuLogsRegisterCallback')
         return _o0[0]
 
-    return cuLogsRegisterCallback
+    return _b.fast('cuLogsRegisterCallback', cuLogsRegisterCallback, '(callbackFunc, userData)') or cuLogsRegisterCallback
 
 
 def _mk_cuLogsUnregisterCallback(_fn, _b, _chk):
@@ -8414,30 +6635,6 @@ def _mk_cuMemAddressFree(_fn, _b, _chk):
 
 
 def _mk_cuMemAddressReserve(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemAddressReserve', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemAddressReserve(size, alignment, addr, flags):
-            """cuMemAddressReserve(size, alignment, addr, flags) -> ptr (CUdeviceptr)
-
-            Calls the driver's cuMemAddressReserve (ABI version 10020): CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
-            if _chk and (not 0 <= alignment <= 18446744073709551615 or alignment.__class__ is not int and not isinstance(alignment, int)): _check('z', alignment, 'alignment')
-            if addr.__class__ is not int: addr, _k3 = _address(addr)
-            elif _chk and not 0 <= addr <= 18446744073709551615: _check('Q', addr, 'addr')
-            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
-            _v = _f1(size, alignment, addr, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemAddressReserve')
-            return _v
-
-        return cuMemAddressReserve
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemAddressReserve')
@@ -8465,7 +6662,7 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
             _raise(_rc, 'cuMemAddressReserve')
         return _o0[0]
 
-    return cuMemAddressReserve
+    return _b.fast('cuMemAddressReserve', cuMemAddressReserve, '(size, alignment, addr, flags)') or cuMemAddressReserve
 
 
 def _mk_cuMemAdvise(_fn, _b, _chk):
@@ -8494,26 +6691,6 @@ def _mk_cuMemAdvise(_fn, _b, _chk):
 
 
 def _mk_cuMemAlloc(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemAlloc', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemAlloc(bytesize):
-            """cuMemAlloc(bytesize) -> dptr (CUdeviceptr)
-
-            Calls the driver's cuMemAlloc (ABI version 3020): CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
-            _v = _f1(bytesize)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemAlloc')
-            return _v
-
-        return cuMemAlloc
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemAlloc')
@@ -8537,32 +6714,10 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
             _raise(_rc, 'cuMemAlloc')
         return _o0[0]
 
-    return cuMemAlloc
+    return _b.fast('cuMemAlloc', cuMemAlloc, '(bytesize)') or cuMemAlloc
 
 
 def _mk_cuMemAllocAsync(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemAllocAsync', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemAllocAsync(bytesize, hStream):
-            """cuMemAllocAsync(bytesize, hStream) -> dptr (CUdeviceptr)
-
-            Calls the driver's cuMemAllocAsync (ABI version 11020): CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
-            if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(bytesize, hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemAllocAsync')
-            return _v
-
-        return cuMemAllocAsync
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemAllocAsync')
@@ -8588,34 +6743,10 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocAsync')
         return _o0[0]
 
-    return cuMemAllocAsync
+    return _b.fast('cuMemAllocAsync', cuMemAllocAsync, '(bytesize, hStream)') or cuMemAllocAsync
 
 
 def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemAllocFromPoolAsync', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemAllocFromPoolAsync(bytesize, pool, hStream):
-            """cuMemAllocFromPoolAsync(bytesize, pool, hStream) -> dptr (CUdeviceptr)
-
-            Calls the driver's cuMemAllocFromPoolAsync (ABI version 11020): CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
-            if pool.__class__ is not int: pool, _k2 = _address(pool)
-            elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-            if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(bytesize, pool, hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemAllocFromPoolAsync')
-            return _v
-
-        return cuMemAllocFromPoolAsync
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemAllocFromPoolAsync')
@@ -8643,30 +6774,10 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocFromPoolAsync')
         return _o0[0]
 
-    return cuMemAllocFromPoolAsync
+    return _b.fast('cuMemAllocFromPoolAsync', cuMemAllocFromPoolAsync, '(bytesize, pool, hStream)') or cuMemAllocFromPoolAsync
 
 
 def _mk_cuMemAllocHost(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemAllocHost', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemAllocHost(bytesize):
-            """cuMemAllocHost(bytesize) -> pp (void *)
-
-            Calls the driver's cuMemAllocHost (ABI version 3020): CUresult cuMemAllocHost(void **pp, size_t bytesize).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
-            _v = _f1(bytesize)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemAllocHost')
-            return _v
-
-        return cuMemAllocHost
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMemAllocHost')
@@ -8690,31 +6801,10 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocHost')
         return _o0[0]
 
-    return cuMemAllocHost
+    return _b.fast('cuMemAllocHost', cuMemAllocHost, '(bytesize)') or cuMemAllocHost
 
 
 def _mk_cuMemAllocManaged(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemAllocManaged', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemAllocManaged(bytesize, flags):
-            """cuMemAllocManaged(bytesize, flags) -> dptr (CUdeviceptr)
-
-            Calls the driver's cuMemAllocManaged (ABI version 6000): CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(bytesize, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemAllocManaged')
-            return _v
-
-        return cuMemAllocManaged
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemAllocManaged')
@@ -8739,7 +6829,7 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocManaged')
         return _o0[0]
 
-    return cuMemAllocManaged
+    return _b.fast('cuMemAllocManaged', cuMemAllocManaged, '(bytesize, flags)') or cuMemAllocManaged
 
 
 def _mk_cuMemAllocPitch(_fn, _b, _chk):
@@ -8775,31 +6865,6 @@ def _mk_cuMemAllocPitch(_fn, _b, _chk):
 
 
 def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemBatchDecompressAsync', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemBatchDecompressAsync(paramsArray, count, flags, stream):
-            """cuMemBatchDecompressAsync(paramsArray, count, flags, stream) -> errorIndex (size_t)
-
-            Calls the driver's cuMemBatchDecompressAsync (ABI version 12060): CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
-            elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
-            if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            if stream.__class__ is not int: stream, _k4 = _address(stream)
-            elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
-            _v = _f1(paramsArray, count, flags, stream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemBatchDecompressAsync')
-            return _v
-
-        return cuMemBatchDecompressAsync
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuMemBatchDecompressAsync')
@@ -8828,33 +6893,10 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemBatchDecompressAsync')
         return _o0[0]
 
-    return cuMemBatchDecompressAsync
+    return _b.fast('cuMemBatchDecompressAsync', cuMemBatchDecompressAsync, '(paramsArray, count, flags, stream)') or cuMemBatchDecompressAsync
 
 
 def _mk_cuMemCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemCreate', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemCreate(size, prop, flags):
-            """cuMemCreate(size, prop, flags) -> handle (CUmemGenericAllocationHandle)
-
-            Calls the driver's cuMemCreate (ABI version 10020): CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
-            if prop.__class__ is not int: prop, _k2 = _address(prop)
-            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
-            _v = _f1(size, prop, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemCreate')
-            return _v
-
-        return cuMemCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemCreate')
@@ -8881,7 +6923,7 @@ def _mk_cuMemCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMemCreate')
         return _o0[0]
 
-    return cuMemCreate
+    return _b.fast('cuMemCreate', cuMemCreate, '(size, prop, flags)') or cuMemCreate
 
 
 def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
@@ -9033,29 +7075,6 @@ def _mk_cuMemFreeHost(_fn, _b, _chk):
 
 
 def _mk_cuMemGetAccess(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemGetAccess', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemGetAccess(location, ptr):
-            """cuMemGetAccess(location, ptr) -> flags (unsigned long long)
-
-            Calls the driver's cuMemGetAccess (ABI version 10020): CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if location.__class__ is not int: location, _k1 = _address(location)
-            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if ptr.__class__ is not int: ptr, _k2 = _address(ptr)
-            elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
-            _v = _f1(location, ptr)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemGetAccess')
-            return _v
-
-        return cuMemGetAccess
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemGetAccess')
@@ -9082,7 +7101,7 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetAccess')
         return _o0[0]
 
-    return cuMemGetAccess
+    return _b.fast('cuMemGetAccess', cuMemGetAccess, '(location, ptr)') or cuMemGetAccess
 
 
 def _mk_cuMemGetAddressRange(_fn, _b, _chk):
@@ -9117,28 +7136,6 @@ def _mk_cuMemGetAddressRange(_fn, _b, _chk):
 
 
 def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemGetAllocationGranularity', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemGetAllocationGranularity(prop, option):
-            """cuMemGetAllocationGranularity(prop, option) -> granularity (size_t)
-
-            Calls the driver's cuMemGetAllocationGranularity (ABI version 10020): CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if prop.__class__ is not int: prop, _k1 = _address(prop)
-            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and (not 0 <= option <= 4294967295 or option.__class__ is not int and not isinstance(option, int)): _check('I', option, 'option')
-            _v = _f1(prop, option)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemGetAllocationGranularity')
-            return _v
-
-        return cuMemGetAllocationGranularity
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuMemGetAllocationGranularity')
@@ -9164,7 +7161,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetAllocationGranularity')
         return _o0[0]
 
-    return cuMemGetAllocationGranularity
+    return _b.fast('cuMemGetAllocationGranularity', cuMemGetAllocationGranularity, '(prop, option)') or cuMemGetAllocationGranularity
 
 
 def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
@@ -9190,28 +7187,6 @@ def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemGetDefaultMemPool', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemGetDefaultMemPool(location, type):
-            """cuMemGetDefaultMemPool(location, type) -> pool_out (CUmemoryPool)
-
-            Calls the driver's cuMemGetDefaultMemPool (ABI version 13000): CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if location.__class__ is not int: location, _k1 = _address(location)
-            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
-            _v = _f1(location, type)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemGetDefaultMemPool')
-            return _v
-
-        return cuMemGetDefaultMemPool
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMemGetDefaultMemPool')
@@ -9237,7 +7212,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetDefaultMemPool')
         return _o0[0]
 
-    return cuMemGetDefaultMemPool
+    return _b.fast('cuMemGetDefaultMemPool', cuMemGetDefaultMemPool, '(location, type)') or cuMemGetDefaultMemPool
 
 
 def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
@@ -9296,28 +7271,6 @@ def _mk_cuMemGetInfo(_fn, _b, _chk):
 
 
 def _mk_cuMemGetMemPool(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemGetMemPool', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemGetMemPool(location, type):
-            """cuMemGetMemPool(location, type) -> pool (CUmemoryPool)
-
-            Calls the driver's cuMemGetMemPool (ABI version 13000): CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if location.__class__ is not int: location, _k1 = _address(location)
-            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
-            _v = _f1(location, type)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemGetMemPool')
-            return _v
-
-        return cuMemGetMemPool
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMemGetMemPool')
@@ -9343,31 +7296,10 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetMemPool')
         return _o0[0]
 
-    return cuMemGetMemPool
+    return _b.fast('cuMemGetMemPool', cuMemGetMemPool, '(location, type)') or cuMemGetMemPool
 
 
 def _mk_cuMemHostAlloc(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemHostAlloc', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemHostAlloc(bytesize, Flags):
-            """cuMemHostAlloc(bytesize, Flags) -> pp (void *)
-
-            Calls the driver's cuMemHostAlloc (ABI version 2020): CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
-            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
-            _v = _f1(bytesize, Flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemHostAlloc')
-            return _v
-
-        return cuMemHostAlloc
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMemHostAlloc')
@@ -9392,32 +7324,10 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
             _raise(_rc, 'cuMemHostAlloc')
         return _o0[0]
 
-    return cuMemHostAlloc
+    return _b.fast('cuMemHostAlloc', cuMemHostAlloc, '(bytesize, Flags)') or cuMemHostAlloc
 
 
 def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemHostGetDevicePointer', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemHostGetDevicePointer(p, Flags):
-            """cuMemHostGetDevicePointer(p, Flags) -> pdptr (CUdeviceptr)
-
-            Calls the driver's cuMemHostGetDevicePointer (ABI version 3020): CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if p.__class__ is not int: p, _k1 = _address(p)
-            elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
-            _v = _f1(p, Flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemHostGetDevicePointer')
-            return _v
-
-        return cuMemHostGetDevicePointer
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemHostGetDevicePointer')
@@ -9443,31 +7353,10 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
             _raise(_rc, 'cuMemHostGetDevicePointer')
         return _o0[0]
 
-    return cuMemHostGetDevicePointer
+    return _b.fast('cuMemHostGetDevicePointer', cuMemHostGetDevicePointer, '(p, Flags)') or cuMemHostGetDevicePointer
 
 
 def _mk_cuMemHostGetFlags(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemHostGetFlags', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemHostGetFlags(p):
-            """cuMemHostGetFlags(p) -> pFlags (unsigned int)
-
-            Calls the driver's cuMemHostGetFlags (ABI version 2030): CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if p.__class__ is not int: p, _k1 = _address(p)
-            elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
-            _v = _f1(p)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemHostGetFlags')
-            return _v
-
-        return cuMemHostGetFlags
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuMemHostGetFlags')
@@ -9492,7 +7381,7 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuMemHostGetFlags')
         return _o0[0]
 
-    return cuMemHostGetFlags
+    return _b.fast('cuMemHostGetFlags', cuMemHostGetFlags, '(p)') or cuMemHostGetFlags
 
 
 def _mk_cuMemHostRegister(_fn, _b, _chk):
@@ -9540,28 +7429,6 @@ def _mk_cuMemHostUnregister(_fn, _b, _chk):
 
 
 def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemImportFromShareableHandle', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemImportFromShareableHandle(osHandle, shHandleType):
-            """cuMemImportFromShareableHandle(osHandle, shHandleType) -> handle (CUmemGenericAllocationHandle)
-
-            Calls the driver's cuMemImportFromShareableHandle (ABI version 10020): CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if osHandle.__class__ is not int: osHandle, _k1 = _address(osHandle)
-            elif _chk and not 0 <= osHandle <= 18446744073709551615: _check('p', osHandle, 'osHandle')
-            if _chk and (not 0 <= shHandleType <= 4294967295 or shHandleType.__class__ is not int and not isinstance(shHandleType, int)): _check('I', shHandleType, 'shHandleType')
-            _v = _f1(osHandle, shHandleType)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemImportFromShareableHandle')
-            return _v
-
-        return cuMemImportFromShareableHandle
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemImportFromShareableHandle')
@@ -9587,7 +7454,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
             _raise(_rc, 'cuMemImportFromShareableHandle')
         return _o0[0]
 
-    return cuMemImportFromShareableHandle
+    return _b.fast('cuMemImportFromShareableHandle', cuMemImportFromShareableHandle, '(osHandle, shHandleType)') or cuMemImportFromShareableHandle
 
 
 def _mk_cuMemMap(_fn, _b, _chk):
@@ -9640,27 +7507,6 @@ def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemPoolCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemPoolCreate(poolProps):
-            """cuMemPoolCreate(poolProps) -> pool (CUmemoryPool)
-
-            Calls the driver's cuMemPoolCreate (ABI version 11020): CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if poolProps.__class__ is not int: poolProps, _k1 = _address(poolProps)
-            elif _chk and not 0 <= poolProps <= 18446744073709551615: _check('p', poolProps, 'poolProps')
-            _v = _f1(poolProps)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemPoolCreate')
-            return _v
-
-        return cuMemPoolCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMemPoolCreate')
@@ -9685,7 +7531,7 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolCreate')
         return _o0[0]
 
-    return cuMemPoolCreate
+    return _b.fast('cuMemPoolCreate', cuMemPoolCreate, '(poolProps)') or cuMemPoolCreate
 
 
 def _mk_cuMemPoolDestroy(_fn, _b, _chk):
@@ -9758,29 +7604,6 @@ def _mk_cuMemPoolExportToShareableHandle(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemPoolGetAccess', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemPoolGetAccess(memPool, location):
-            """cuMemPoolGetAccess(memPool, location) -> flags (CUmemAccess_flags)
-
-            Calls the driver's cuMemPoolGetAccess (ABI version 11020): CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if memPool.__class__ is not int: memPool, _k1 = _address(memPool)
-            elif _chk and not 0 <= memPool <= 18446744073709551615: _check('p', memPool, 'memPool')
-            if location.__class__ is not int: location, _k2 = _address(location)
-            elif _chk and not 0 <= location <= 18446744073709551615: _check('p', location, 'location')
-            _v = _f1(memPool, location)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemPoolGetAccess')
-            return _v
-
-        return cuMemPoolGetAccess
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuMemPoolGetAccess')
@@ -9807,7 +7630,7 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolGetAccess')
         return _o0[0]
 
-    return cuMemPoolGetAccess
+    return _b.fast('cuMemPoolGetAccess', cuMemPoolGetAccess, '(memPool, location)') or cuMemPoolGetAccess
 
 
 def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
@@ -9835,29 +7658,6 @@ def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
 
 
 def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemPoolImportFromShareableHandle', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemPoolImportFromShareableHandle(handle, handleType, flags):
-            """cuMemPoolImportFromShareableHandle(handle, handleType, flags) -> pool_out (CUmemoryPool)
-
-            Calls the driver's cuMemPoolImportFromShareableHandle (ABI version 11020): CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if handle.__class__ is not int: handle, _k1 = _address(handle)
-            elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
-            if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
-            if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
-            _v = _f1(handle, handleType, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemPoolImportFromShareableHandle')
-            return _v
-
-        return cuMemPoolImportFromShareableHandle
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMemPoolImportFromShareableHandle')
@@ -9884,33 +7684,10 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolImportFromShareableHandle')
         return _o0[0]
 
-    return cuMemPoolImportFromShareableHandle
+    return _b.fast('cuMemPoolImportFromShareableHandle', cuMemPoolImportFromShareableHandle, '(handle, handleType, flags)') or cuMemPoolImportFromShareableHandle
 
 
 def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemPoolImportPointer', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemPoolImportPointer(pool, shareData):
-            """cuMemPoolImportPointer(pool, shareData) -> ptr_out (CUdeviceptr)
-
-            Calls the driver's cuMemPoolImportPointer (ABI version 11020): CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pool.__class__ is not int: pool, _k1 = _address(pool)
-            elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
-            if shareData.__class__ is not int: shareData, _k2 = _address(shareData)
-            elif _chk and not 0 <= shareData <= 18446744073709551615: _check('p', shareData, 'shareData')
-            _v = _f1(pool, shareData)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemPoolImportPointer')
-            return _v
-
-        return cuMemPoolImportPointer
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemPoolImportPointer')
@@ -9937,7 +7714,7 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolImportPointer')
         return _o0[0]
 
-    return cuMemPoolImportPointer
+    return _b.fast('cuMemPoolImportPointer', cuMemPoolImportPointer, '(pool, shareData)') or cuMemPoolImportPointer
 
 
 def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
@@ -10145,27 +7922,6 @@ def _mk_cuMemRelease(_fn, _b, _chk):
 
 
 def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
-    _fast = _b.fast1('cuMemRetainAllocationHandle', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMemRetainAllocationHandle(addr):
-            """cuMemRetainAllocationHandle(addr) -> handle (CUmemGenericAllocationHandle)
-
-            Calls the driver's cuMemRetainAllocationHandle (ABI version 11000): CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if addr.__class__ is not int: addr, _k1 = _address(addr)
-            elif _chk and not 0 <= addr <= 18446744073709551615: _check('p', addr, 'addr')
-            _v = _f1(addr)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMemRetainAllocationHandle')
-            return _v
-
-        return cuMemRetainAllocationHandle
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMemRetainAllocationHandle')
@@ -10190,7 +7946,7 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
             _raise(_rc, 'cuMemRetainAllocationHandle')
         return _o0[0]
 
-    return cuMemRetainAllocationHandle
+    return _b.fast('cuMemRetainAllocationHandle', cuMemRetainAllocationHandle, '(addr)') or cuMemRetainAllocationHandle
 
 
 def _mk_cuMemSetAccess(_fn, _b, _chk):
@@ -11214,28 +8970,6 @@ def _mk_cuMemsetD8Async(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuMipmappedArrayCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMipmappedArrayCreate(pMipmappedArrayDesc, numMipmapLevels):
-            """cuMipmappedArrayCreate(pMipmappedArrayDesc, numMipmapLevels) -> pHandle (CUmipmappedArray)
-
-            Calls the driver's cuMipmappedArrayCreate (ABI version 5000): CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pMipmappedArrayDesc.__class__ is not int: pMipmappedArrayDesc, _k1 = _address(pMipmappedArrayDesc)
-            elif _chk and not 0 <= pMipmappedArrayDesc <= 18446744073709551615: _check('p', pMipmappedArrayDesc, 'pMipmappedArrayDesc')
-            if _chk and (not 0 <= numMipmapLevels <= 4294967295 or numMipmapLevels.__class__ is not int and not isinstance(numMipmapLevels, int)): _check('I', numMipmapLevels, 'numMipmapLevels')
-            _v = _f1(pMipmappedArrayDesc, numMipmapLevels)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMipmappedArrayCreate')
-            return _v
-
-        return cuMipmappedArrayCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMipmappedArrayCreate')
@@ -11261,7 +8995,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMipmappedArrayCreate')
         return _o0[0]
 
-    return cuMipmappedArrayCreate
+    return _b.fast('cuMipmappedArrayCreate', cuMipmappedArrayCreate, '(pMipmappedArrayDesc, numMipmapLevels)') or cuMipmappedArrayCreate
 
 
 def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
@@ -11286,28 +9020,6 @@ def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
 
 
 def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
-    _fast = _b.fast1('cuMipmappedArrayGetLevel', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMipmappedArrayGetLevel(hMipmappedArray, level):
-            """cuMipmappedArrayGetLevel(hMipmappedArray, level) -> pLevelArray (CUarray)
-
-            Calls the driver's cuMipmappedArrayGetLevel (ABI version 5000): CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hMipmappedArray.__class__ is not int: hMipmappedArray, _k1 = _address(hMipmappedArray)
-            elif _chk and not 0 <= hMipmappedArray <= 18446744073709551615: _check('p', hMipmappedArray, 'hMipmappedArray')
-            if _chk and (not 0 <= level <= 4294967295 or level.__class__ is not int and not isinstance(level, int)): _check('I', level, 'level')
-            _v = _f1(hMipmappedArray, level)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMipmappedArrayGetLevel')
-            return _v
-
-        return cuMipmappedArrayGetLevel
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuMipmappedArrayGetLevel')
@@ -11333,7 +9045,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
             _raise(_rc, 'cuMipmappedArrayGetLevel')
         return _o0[0]
 
-    return cuMipmappedArrayGetLevel
+    return _b.fast('cuMipmappedArrayGetLevel', cuMipmappedArrayGetLevel, '(hMipmappedArray, level)') or cuMipmappedArrayGetLevel
 
 
 def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
@@ -11408,29 +9120,6 @@ def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetFunction(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleGetFunction', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleGetFunction(hmod, name):
-            """cuModuleGetFunction(hmod, name) -> hfunc (CUfunction)
-
-            Calls the driver's cuModuleGetFunction (ABI version 2000): CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
-            elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
-            if name.__class__ is not int: name, _k2 = _cstring(name)
-            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-            _v = _f1(hmod, name)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleGetFunction')
-            return _v
-
-        return cuModuleGetFunction
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleGetFunction')
@@ -11457,31 +9146,10 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetFunction')
         return _o0[0]
 
-    return cuModuleGetFunction
+    return _b.fast('cuModuleGetFunction', cuModuleGetFunction, '(hmod, name)') or cuModuleGetFunction
 
 
 def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleGetFunctionCount', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleGetFunctionCount(mod):
-            """cuModuleGetFunctionCount(mod) -> count (unsigned int)
-
-            Calls the driver's cuModuleGetFunctionCount (ABI version 12040): CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if mod.__class__ is not int: mod, _k1 = _address(mod)
-            elif _chk and not 0 <= mod <= 18446744073709551615: _check('p', mod, 'mod')
-            _v = _f1(mod)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleGetFunctionCount')
-            return _v
-
-        return cuModuleGetFunctionCount
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuModuleGetFunctionCount')
@@ -11506,7 +9174,7 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetFunctionCount')
         return _o0[0]
 
-    return cuModuleGetFunctionCount
+    return _b.fast('cuModuleGetFunctionCount', cuModuleGetFunctionCount, '(mod)') or cuModuleGetFunctionCount
 
 
 def _mk_cuModuleGetGlobal(_fn, _b, _chk):
@@ -11543,25 +9211,6 @@ def _mk_cuModuleGetGlobal(_fn, _b, _chk):
 
 
 def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleGetLoadingMode', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleGetLoadingMode():
-            """cuModuleGetLoadingMode() -> mode (CUmoduleLoadingMode)
-
-            Calls the driver's cuModuleGetLoadingMode (ABI version 11070): CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleGetLoadingMode')
-            return _v
-
-        return cuModuleGetLoadingMode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuModuleGetLoadingMode')
@@ -11584,33 +9233,10 @@ def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetLoadingMode')
         return _o0[0]
 
-    return cuModuleGetLoadingMode
+    return _b.fast('cuModuleGetLoadingMode', cuModuleGetLoadingMode, '()') or cuModuleGetLoadingMode
 
 
 def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleGetSurfRef', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleGetSurfRef(hmod, name):
-            """cuModuleGetSurfRef(hmod, name) -> pSurfRef (CUsurfref)
-
-            Calls the driver's cuModuleGetSurfRef (ABI version 3000): CUresult cuModuleGetSurfRef(CUsurfref *pSurfRef, CUmodule hmod, const char *name).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
-            elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
-            if name.__class__ is not int: name, _k2 = _cstring(name)
-            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-            _v = _f1(hmod, name)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleGetSurfRef')
-            return _v
-
-        return cuModuleGetSurfRef
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleGetSurfRef')
@@ -11637,33 +9263,10 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetSurfRef')
         return _o0[0]
 
-    return cuModuleGetSurfRef
+    return _b.fast('cuModuleGetSurfRef', cuModuleGetSurfRef, '(hmod, name)') or cuModuleGetSurfRef
 
 
 def _mk_cuModuleGetTexRef(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleGetTexRef', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleGetTexRef(hmod, name):
-            """cuModuleGetTexRef(hmod, name) -> pTexRef (CUtexref)
-
-            Calls the driver's cuModuleGetTexRef (ABI version 2000): CUresult cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hmod.__class__ is not int: hmod, _k1 = _address(hmod)
-            elif _chk and not 0 <= hmod <= 18446744073709551615: _check('p', hmod, 'hmod')
-            if name.__class__ is not int: name, _k2 = _cstring(name)
-            elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
-            _v = _f1(hmod, name)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleGetTexRef')
-            return _v
-
-        return cuModuleGetTexRef
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleGetTexRef')
@@ -11690,31 +9293,10 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetTexRef')
         return _o0[0]
 
-    return cuModuleGetTexRef
+    return _b.fast('cuModuleGetTexRef', cuModuleGetTexRef, '(hmod, name)') or cuModuleGetTexRef
 
 
 def _mk_cuModuleLoad(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleLoad', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleLoad(fname):
-            """cuModuleLoad(fname) -> module (CUmodule)
-
-            Calls the driver's cuModuleLoad (ABI version 2000): CUresult cuModuleLoad(CUmodule *module, const char *fname).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if fname.__class__ is not int: fname, _k1 = _cstring(fname)
-            elif _chk and not 0 <= fname <= 18446744073709551615: _check('p', fname, 'fname')
-            _v = _f1(fname)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleLoad')
-            return _v
-
-        return cuModuleLoad
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleLoad')
@@ -11739,31 +9321,10 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoad')
         return _o0[0]
 
-    return cuModuleLoad
+    return _b.fast('cuModuleLoad', cuModuleLoad, '(fname)') or cuModuleLoad
 
 
 def _mk_cuModuleLoadData(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleLoadData', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleLoadData(image):
-            """cuModuleLoadData(image) -> module (CUmodule)
-
-            Calls the driver's cuModuleLoadData (ABI version 2000): CUresult cuModuleLoadData(CUmodule *module, const void *image).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if image.__class__ is not int: image, _k1 = _address(image)
-            elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
-            _v = _f1(image)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleLoadData')
-            return _v
-
-        return cuModuleLoadData
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleLoadData')
@@ -11788,36 +9349,10 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadData')
         return _o0[0]
 
-    return cuModuleLoadData
+    return _b.fast('cuModuleLoadData', cuModuleLoadData, '(image)') or cuModuleLoadData
 
 
 def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleLoadDataEx', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleLoadDataEx(image, numOptions, options, optionValues):
-            """cuModuleLoadDataEx(image, numOptions, options, optionValues) -> module (CUmodule)
-
-            Calls the driver's cuModuleLoadDataEx (ABI version 2010): CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options, void **optionValues).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if image.__class__ is not int: image, _k1 = _address(image)
-            elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
-            if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
-            if options.__class__ is not int: options, _k3 = _address(options)
-            elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
-            if optionValues.__class__ is not int: optionValues, _k4 = _address(optionValues)
-            elif _chk and not 0 <= optionValues <= 18446744073709551615: _check('p', optionValues, 'optionValues')
-            _v = _f1(image, numOptions, options, optionValues)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleLoadDataEx')
-            return _v
-
-        return cuModuleLoadDataEx
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleLoadDataEx')
@@ -11847,31 +9382,10 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadDataEx')
         return _o0[0]
 
-    return cuModuleLoadDataEx
+    return _b.fast('cuModuleLoadDataEx', cuModuleLoadDataEx, '(image, numOptions, options, optionValues)') or cuModuleLoadDataEx
 
 
 def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
-    _fast = _b.fast1('cuModuleLoadFatBinary', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuModuleLoadFatBinary(fatCubin):
-            """cuModuleLoadFatBinary(fatCubin) -> module (CUmodule)
-
-            Calls the driver's cuModuleLoadFatBinary (ABI version 2000): CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if fatCubin.__class__ is not int: fatCubin, _k1 = _address(fatCubin)
-            elif _chk and not 0 <= fatCubin <= 18446744073709551615: _check('p', fatCubin, 'fatCubin')
-            _v = _f1(fatCubin)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuModuleLoadFatBinary')
-            return _v
-
-        return cuModuleLoadFatBinary
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuModuleLoadFatBinary')
@@ -11896,7 +9410,7 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadFatBinary')
         return _o0[0]
 
-    return cuModuleLoadFatBinary
+    return _b.fast('cuModuleLoadFatBinary', cuModuleLoadFatBinary, '(fatCubin)') or cuModuleLoadFatBinary
 
 
 def _mk_cuModuleUnload(_fn, _b, _chk):
@@ -11992,27 +9506,6 @@ def _mk_cuMulticastBindMem(_fn, _b, _chk):
 
 
 def _mk_cuMulticastCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuMulticastCreate', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMulticastCreate(prop):
-            """cuMulticastCreate(prop) -> mcHandle (CUmemGenericAllocationHandle)
-
-            Calls the driver's cuMulticastCreate (ABI version 12010): CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if prop.__class__ is not int: prop, _k1 = _address(prop)
-            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            _v = _f1(prop)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMulticastCreate')
-            return _v
-
-        return cuMulticastCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuMulticastCreate')
@@ -12037,32 +9530,10 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMulticastCreate')
         return _o0[0]
 
-    return cuMulticastCreate
+    return _b.fast('cuMulticastCreate', cuMulticastCreate, '(prop)') or cuMulticastCreate
 
 
 def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
-    _fast = _b.fast1('cuMulticastGetGranularity', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuMulticastGetGranularity(prop, option):
-            """cuMulticastGetGranularity(prop, option) -> granularity (size_t)
-
-            Calls the driver's cuMulticastGetGranularity (ABI version 12010): CUresult cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop, CUmulticastGranularity_flags option).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if prop.__class__ is not int: prop, _k1 = _address(prop)
-            elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
-            if _chk and (not 0 <= option <= 4294967295 or option.__class__ is not int and not isinstance(option, int)): _check('I', option, 'option')
-            _v = _f1(prop, option)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuMulticastGetGranularity')
-            return _v
-
-        return cuMulticastGetGranularity
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuMulticastGetGranularity')
@@ -12088,7 +9559,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
             _raise(_rc, 'cuMulticastGetGranularity')
         return _o0[0]
 
-    return cuMulticastGetGranularity
+    return _b.fast('cuMulticastGetGranularity', cuMulticastGetGranularity, '(prop, option)') or cuMulticastGetGranularity
 
 
 def _mk_cuMulticastUnbind(_fn, _b, _chk):
@@ -12115,29 +9586,6 @@ def _mk_cuMulticastUnbind(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
-    _fast = _b.fast1('cuOccupancyAvailableDynamicSMemPerBlock', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuOccupancyAvailableDynamicSMemPerBlock(func, numBlocks, blockSize):
-            """cuOccupancyAvailableDynamicSMemPerBlock(func, numBlocks, blockSize) -> dynamicSmemSize (size_t)
-
-            Calls the driver's cuOccupancyAvailableDynamicSMemPerBlock (ABI version 10020): CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if func.__class__ is not int: func, _k1 = _address(func)
-            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and (not -2147483648 <= numBlocks <= 2147483647 or numBlocks.__class__ is not int and not isinstance(numBlocks, int)): _check('i', numBlocks, 'numBlocks')
-            if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
-            _v = _f1(func, numBlocks, blockSize)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuOccupancyAvailableDynamicSMemPerBlock')
-            return _v
-
-        return cuOccupancyAvailableDynamicSMemPerBlock
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuOccupancyAvailableDynamicSMemPerBlock')
@@ -12164,33 +9612,10 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyAvailableDynamicSMemPerBlock')
         return _o0[0]
 
-    return cuOccupancyAvailableDynamicSMemPerBlock
+    return _b.fast('cuOccupancyAvailableDynamicSMemPerBlock', cuOccupancyAvailableDynamicSMemPerBlock, '(func, numBlocks, blockSize)') or cuOccupancyAvailableDynamicSMemPerBlock
 
 
 def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
-    _fast = _b.fast1('cuOccupancyMaxActiveBlocksPerMultiprocessor', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuOccupancyMaxActiveBlocksPerMultiprocessor(func, blockSize, dynamicSMemSize):
-            """cuOccupancyMaxActiveBlocksPerMultiprocessor(func, blockSize, dynamicSMemSize) -> numBlocks (int)
-
-            Calls the driver's cuOccupancyMaxActiveBlocksPerMultiprocessor (ABI version 6050): CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if func.__class__ is not int: func, _k1 = _address(func)
-            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
-            if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
-            _v = _f1(func, blockSize, dynamicSMemSize)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessor')
-            return _v
-
-        return cuOccupancyMaxActiveBlocksPerMultiprocessor
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuOccupancyMaxActiveBlocksPerMultiprocessor')
@@ -12217,34 +9642,10 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessor')
         return _o0[0]
 
-    return cuOccupancyMaxActiveBlocksPerMultiprocessor
+    return _b.fast('cuOccupancyMaxActiveBlocksPerMultiprocessor', cuOccupancyMaxActiveBlocksPerMultiprocessor, '(func, blockSize, dynamicSMemSize)') or cuOccupancyMaxActiveBlocksPerMultiprocessor
 
 
 def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
-    _fast = _b.fast1('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, flags):
-            """cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(func, blockSize, dynamicSMemSize, flags) -> numBlocks (int)
-
-            Calls the driver's cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags (ABI version 7000): CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if func.__class__ is not int: func, _k1 = _address(func)
-            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if _chk and (not -2147483648 <= blockSize <= 2147483647 or blockSize.__class__ is not int and not isinstance(blockSize, int)): _check('i', blockSize, 'blockSize')
-            if _chk and (not 0 <= dynamicSMemSize <= 18446744073709551615 or dynamicSMemSize.__class__ is not int and not isinstance(dynamicSMemSize, int)): _check('z', dynamicSMemSize, 'dynamicSMemSize')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(func, blockSize, dynamicSMemSize, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
-            return _v
-
-        return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
@@ -12272,33 +9673,10 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
         return _o0[0]
 
-    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+    return _b.fast('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags', cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, '(func, blockSize, dynamicSMemSize, flags)') or cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 
 
 def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
-    _fast = _b.fast1('cuOccupancyMaxActiveClusters', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuOccupancyMaxActiveClusters(func, config):
-            """cuOccupancyMaxActiveClusters(func, config) -> numClusters (int)
-
-            Calls the driver's cuOccupancyMaxActiveClusters (ABI version 11070): CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if func.__class__ is not int: func, _k1 = _address(func)
-            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if config.__class__ is not int: config, _k2 = _address(config)
-            elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
-            _v = _f1(func, config)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuOccupancyMaxActiveClusters')
-            return _v
-
-        return cuOccupancyMaxActiveClusters
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuOccupancyMaxActiveClusters')
@@ -12325,7 +9703,7 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxActiveClusters')
         return _o0[0]
 
-    return cuOccupancyMaxActiveClusters
+    return _b.fast('cuOccupancyMaxActiveClusters', cuOccupancyMaxActiveClusters, '(func, config)') or cuOccupancyMaxActiveClusters
 
 
 def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
@@ -12400,29 +9778,6 @@ def _mk_cuOccupancyMaxPotentialBlockSizeWithFlags(_fn, _b, _chk):
 
 
 def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
-    _fast = _b.fast1('cuOccupancyMaxPotentialClusterSize', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuOccupancyMaxPotentialClusterSize(func, config):
-            """cuOccupancyMaxPotentialClusterSize(func, config) -> clusterSize (int)
-
-            Calls the driver's cuOccupancyMaxPotentialClusterSize (ABI version 11070): CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if func.__class__ is not int: func, _k1 = _address(func)
-            elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
-            if config.__class__ is not int: config, _k2 = _address(config)
-            elif _chk and not 0 <= config <= 18446744073709551615: _check('p', config, 'config')
-            _v = _f1(func, config)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuOccupancyMaxPotentialClusterSize')
-            return _v
-
-        return cuOccupancyMaxPotentialClusterSize
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuOccupancyMaxPotentialClusterSize')
@@ -12449,7 +9804,7 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxPotentialClusterSize')
         return _o0[0]
 
-    return cuOccupancyMaxPotentialClusterSize
+    return _b.fast('cuOccupancyMaxPotentialClusterSize', cuOccupancyMaxPotentialClusterSize, '(func, config)') or cuOccupancyMaxPotentialClusterSize
 
 
 def _mk_cuParamSetSize(_fn, _b, _chk):
@@ -12881,26 +10236,6 @@ def _mk_cuStreamCopyAttributes(_fn, _b, _chk):
 
 
 def _mk_cuStreamCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamCreate(Flags):
-            """cuStreamCreate(Flags) -> phStream (CUstream)
-
-            Calls the driver's cuStreamCreate (ABI version 2000): CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= Flags <= 4294967295 or Flags.__class__ is not int and not isinstance(Flags, int)): _check('I', Flags, 'Flags')
-            _v = _f1(Flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamCreate')
-            return _v
-
-        return cuStreamCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuStreamCreate')
@@ -12924,31 +10259,10 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
             _raise(_rc, 'cuStreamCreate')
         return _o0[0]
 
-    return cuStreamCreate
+    return _b.fast('cuStreamCreate', cuStreamCreate, '(Flags)') or cuStreamCreate
 
 
 def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamCreateWithPriority', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamCreateWithPriority(flags, priority):
-            """cuStreamCreateWithPriority(flags, priority) -> phStream (CUstream)
-
-            Calls the driver's cuStreamCreateWithPriority (ABI version 5050): CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            if _chk and (not -2147483648 <= priority <= 2147483647 or priority.__class__ is not int and not isinstance(priority, int)): _check('i', priority, 'priority')
-            _v = _f1(flags, priority)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamCreateWithPriority')
-            return _v
-
-        return cuStreamCreateWithPriority
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuStreamCreateWithPriority')
@@ -12973,7 +10287,7 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
             _raise(_rc, 'cuStreamCreateWithPriority')
         return _o0[0]
 
-    return cuStreamCreateWithPriority
+    return _b.fast('cuStreamCreateWithPriority', cuStreamCreateWithPriority, '(flags, priority)') or cuStreamCreateWithPriority
 
 
 def _mk_cuStreamDestroy(_fn, _b, _chk):
@@ -12998,27 +10312,6 @@ def _mk_cuStreamDestroy(_fn, _b, _chk):
 
 
 def _mk_cuStreamEndCapture(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamEndCapture', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamEndCapture(hStream):
-            """cuStreamEndCapture(hStream) -> phGraph (CUgraph)
-
-            Calls the driver's cuStreamEndCapture (ABI version 10000): CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamEndCapture')
-            return _v
-
-        return cuStreamEndCapture
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuStreamEndCapture')
@@ -13043,7 +10336,7 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
             _raise(_rc, 'cuStreamEndCapture')
         return _o0[0]
 
-    return cuStreamEndCapture
+    return _b.fast('cuStreamEndCapture', cuStreamEndCapture, '(hStream)') or cuStreamEndCapture
 
 
 def _mk_cuStreamGetAttribute(_fn, _b, _chk):
@@ -13106,27 +10399,6 @@ def _mk_cuStreamGetCaptureInfo(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetCtx(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamGetCtx', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamGetCtx(hStream):
-            """cuStreamGetCtx(hStream) -> pctx (CUcontext)
-
-            Calls the driver's cuStreamGetCtx (ABI version 9020): CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamGetCtx')
-            return _v
-
-        return cuStreamGetCtx
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuStreamGetCtx')
@@ -13151,7 +10423,7 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetCtx')
         return _o0[0]
 
-    return cuStreamGetCtx
+    return _b.fast('cuStreamGetCtx', cuStreamGetCtx, '(hStream)') or cuStreamGetCtx
 
 
 def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
@@ -13186,27 +10458,6 @@ def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
 
 
 def _mk_cuStreamGetDevice(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamGetDevice', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamGetDevice(hStream):
-            """cuStreamGetDevice(hStream) -> device (CUdevice)
-
-            Calls the driver's cuStreamGetDevice (ABI version 12080): CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamGetDevice')
-            return _v
-
-        return cuStreamGetDevice
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuStreamGetDevice')
@@ -13231,13 +10482,14 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetDevice')
         return _o0[0]
 
-    return cuStreamGetDevice
+    return _b.fast('cuStreamGetDevice', cuStreamGetDevice, '(hStream)') or cuStreamGetDevice
 
 
 def _mk_cuStreamGetFlags(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamGetFlags', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['I']
+    if _b.shares_cells('cuStreamGetFlags'):
+        _o0 = _n0()
 
         def cuStreamGetFlags(hStream):
             """cuStreamGetFlags(hStream) -> flags (unsigned int)
@@ -13247,17 +10499,16 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
             """
             if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
             elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamGetFlags')
-            return _v
+            try:
+                _rc = _fn(hStream, _o0)
+            except _AE as _e:
+                raise TypeError('cuStreamGetFlags: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuStreamGetFlags')
+            return _o0[0]
 
         return cuStreamGetFlags
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['I']
     _tls = _b.cells('cuStreamGetFlags')
 
     def cuStreamGetFlags(hStream):
@@ -13280,31 +10531,10 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetFlags')
         return _o0[0]
 
-    return cuStreamGetFlags
+    return _b.fast('cuStreamGetFlags', cuStreamGetFlags, '(hStream)') or cuStreamGetFlags
 
 
 def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamGetGreenCtx', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamGetGreenCtx(hStream):
-            """cuStreamGetGreenCtx(hStream) -> phCtx (CUgreenCtx)
-
-            Calls the driver's cuStreamGetGreenCtx (ABI version 12040): CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamGetGreenCtx')
-            return _v
-
-        return cuStreamGetGreenCtx
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuStreamGetGreenCtx')
@@ -13329,31 +10559,10 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetGreenCtx')
         return _o0[0]
 
-    return cuStreamGetGreenCtx
+    return _b.fast('cuStreamGetGreenCtx', cuStreamGetGreenCtx, '(hStream)') or cuStreamGetGreenCtx
 
 
 def _mk_cuStreamGetId(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamGetId', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamGetId(hStream):
-            """cuStreamGetId(hStream) -> streamId (unsigned long long)
-
-            Calls the driver's cuStreamGetId (ABI version 12000): CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamGetId')
-            return _v
-
-        return cuStreamGetId
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuStreamGetId')
@@ -13378,13 +10587,14 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetId')
         return _o0[0]
 
-    return cuStreamGetId
+    return _b.fast('cuStreamGetId', cuStreamGetId, '(hStream)') or cuStreamGetId
 
 
 def _mk_cuStreamGetPriority(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamGetPriority', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    if _b.shares_cells('cuStreamGetPriority'):
+        _o0 = _n0()
 
         def cuStreamGetPriority(hStream):
             """cuStreamGetPriority(hStream) -> priority (int)
@@ -13394,17 +10604,16 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
             """
             if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
             elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamGetPriority')
-            return _v
+            try:
+                _rc = _fn(hStream, _o0)
+            except _AE as _e:
+                raise TypeError('cuStreamGetPriority: ' + str(_e)) from None
+            if _rc:
+                _raise(_rc, 'cuStreamGetPriority')
+            return _o0[0]
 
         return cuStreamGetPriority
 
-    _AE = _b.ArgumentError
-    _n0 = _b.out_types['i']
     _tls = _b.cells('cuStreamGetPriority')
 
     def cuStreamGetPriority(hStream):
@@ -13427,31 +10636,10 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetPriority')
         return _o0[0]
 
-    return cuStreamGetPriority
+    return _b.fast('cuStreamGetPriority', cuStreamGetPriority, '(hStream)') or cuStreamGetPriority
 
 
 def _mk_cuStreamIsCapturing(_fn, _b, _chk):
-    _fast = _b.fast1('cuStreamIsCapturing', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuStreamIsCapturing(hStream):
-            """cuStreamIsCapturing(hStream) -> captureStatus (CUstreamCaptureStatus)
-
-            Calls the driver's cuStreamIsCapturing (ABI version 10000): CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            _v = _f1(hStream)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuStreamIsCapturing')
-            return _v
-
-        return cuStreamIsCapturing
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuStreamIsCapturing')
@@ -13476,7 +10664,7 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
             _raise(_rc, 'cuStreamIsCapturing')
         return _o0[0]
 
-    return cuStreamIsCapturing
+    return _b.fast('cuStreamIsCapturing', cuStreamIsCapturing, '(hStream)') or cuStreamIsCapturing
 
 
 def _mk_cuStreamQuery(_fn, _b, _chk):
@@ -13697,27 +10885,6 @@ def _mk_cuStreamWriteValue64(_fn, _b, _chk):
 
 
 def _mk_cuSurfObjectCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuSurfObjectCreate', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuSurfObjectCreate(pResDesc):
-            """cuSurfObjectCreate(pResDesc) -> pSurfObject (CUsurfObject)
-
-            Calls the driver's cuSurfObjectCreate (ABI version 5000): CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pResDesc.__class__ is not int: pResDesc, _k1 = _address(pResDesc)
-            elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
-            _v = _f1(pResDesc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuSurfObjectCreate')
-            return _v
-
-        return cuSurfObjectCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuSurfObjectCreate')
@@ -13742,7 +10909,7 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
             _raise(_rc, 'cuSurfObjectCreate')
         return _o0[0]
 
-    return cuSurfObjectCreate
+    return _b.fast('cuSurfObjectCreate', cuSurfObjectCreate, '(pResDesc)') or cuSurfObjectCreate
 
 
 def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
@@ -13788,27 +10955,6 @@ def _mk_cuSurfObjectGetResourceDesc(_fn, _b, _chk):
 
 
 def _mk_cuSurfRefGetArray(_fn, _b, _chk):
-    _fast = _b.fast1('cuSurfRefGetArray', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuSurfRefGetArray(hSurfRef):
-            """cuSurfRefGetArray(hSurfRef) -> phArray (CUarray)
-
-            Calls the driver's cuSurfRefGetArray (ABI version 3000): CUresult cuSurfRefGetArray(CUarray *phArray, CUsurfref hSurfRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hSurfRef.__class__ is not int: hSurfRef, _k1 = _address(hSurfRef)
-            elif _chk and not 0 <= hSurfRef <= 18446744073709551615: _check('p', hSurfRef, 'hSurfRef')
-            _v = _f1(hSurfRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuSurfRefGetArray')
-            return _v
-
-        return cuSurfRefGetArray
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuSurfRefGetArray')
@@ -13833,7 +10979,7 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
             _raise(_rc, 'cuSurfRefGetArray')
         return _o0[0]
 
-    return cuSurfRefGetArray
+    return _b.fast('cuSurfRefGetArray', cuSurfRefGetArray, '(hSurfRef)') or cuSurfRefGetArray
 
 
 def _mk_cuSurfRefSetArray(_fn, _b, _chk):
@@ -14002,31 +11148,6 @@ def _mk_cuTensorMapReplaceAddress(_fn, _b, _chk):
 
 
 def _mk_cuTexObjectCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexObjectCreate', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexObjectCreate(pResDesc, pTexDesc, pResViewDesc):
-            """cuTexObjectCreate(pResDesc, pTexDesc, pResViewDesc) -> pTexObject (CUtexObject)
-
-            Calls the driver's cuTexObjectCreate (ABI version 5000): CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if pResDesc.__class__ is not int: pResDesc, _k1 = _address(pResDesc)
-            elif _chk and not 0 <= pResDesc <= 18446744073709551615: _check('p', pResDesc, 'pResDesc')
-            if pTexDesc.__class__ is not int: pTexDesc, _k2 = _address(pTexDesc)
-            elif _chk and not 0 <= pTexDesc <= 18446744073709551615: _check('p', pTexDesc, 'pTexDesc')
-            if pResViewDesc.__class__ is not int: pResViewDesc, _k3 = _address(pResViewDesc)
-            elif _chk and not 0 <= pResViewDesc <= 18446744073709551615: _check('p', pResViewDesc, 'pResViewDesc')
-            _v = _f1(pResDesc, pTexDesc, pResViewDesc)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexObjectCreate')
-            return _v
-
-        return cuTexObjectCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuTexObjectCreate')
@@ -14055,7 +11176,7 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
             _raise(_rc, 'cuTexObjectCreate')
         return _o0[0]
 
-    return cuTexObjectCreate
+    return _b.fast('cuTexObjectCreate', cuTexObjectCreate, '(pResDesc, pTexDesc, pResViewDesc)') or cuTexObjectCreate
 
 
 def _mk_cuTexObjectDestroy(_fn, _b, _chk):
@@ -14145,25 +11266,6 @@ def _mk_cuTexObjectGetTextureDesc(_fn, _b, _chk):
 
 
 def _mk_cuTexRefCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefCreate():
-            """cuTexRefCreate() -> pTexRef (CUtexref)
-
-            Calls the driver's cuTexRefCreate (ABI version 2000): CUresult cuTexRefCreate(CUtexref *pTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefCreate')
-            return _v
-
-        return cuTexRefCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuTexRefCreate')
@@ -14186,7 +11288,7 @@ def _mk_cuTexRefCreate(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefCreate')
         return _o0[0]
 
-    return cuTexRefCreate
+    return _b.fast('cuTexRefCreate', cuTexRefCreate, '()') or cuTexRefCreate
 
 
 def _mk_cuTexRefDestroy(_fn, _b, _chk):
@@ -14211,27 +11313,6 @@ def _mk_cuTexRefDestroy(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetAddress(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetAddress', 'Q')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetAddress(hTexRef):
-            """cuTexRefGetAddress(hTexRef) -> pdptr (CUdeviceptr)
-
-            Calls the driver's cuTexRefGetAddress (ABI version 3020): CUresult cuTexRefGetAddress(CUdeviceptr *pdptr, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetAddress')
-            return _v
-
-        return cuTexRefGetAddress
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['Q']
     _tls = _b.cells('cuTexRefGetAddress')
@@ -14256,32 +11337,10 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetAddress')
         return _o0[0]
 
-    return cuTexRefGetAddress
+    return _b.fast('cuTexRefGetAddress', cuTexRefGetAddress, '(hTexRef)') or cuTexRefGetAddress
 
 
 def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetAddressMode', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetAddressMode(hTexRef, dim):
-            """cuTexRefGetAddressMode(hTexRef, dim) -> pam (CUaddress_mode)
-
-            Calls the driver's cuTexRefGetAddressMode (ABI version 2000): CUresult cuTexRefGetAddressMode(CUaddress_mode *pam, CUtexref hTexRef, int dim).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            if _chk and (not -2147483648 <= dim <= 2147483647 or dim.__class__ is not int and not isinstance(dim, int)): _check('i', dim, 'dim')
-            _v = _f1(hTexRef, dim)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetAddressMode')
-            return _v
-
-        return cuTexRefGetAddressMode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuTexRefGetAddressMode')
@@ -14307,31 +11366,10 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetAddressMode')
         return _o0[0]
 
-    return cuTexRefGetAddressMode
+    return _b.fast('cuTexRefGetAddressMode', cuTexRefGetAddressMode, '(hTexRef, dim)') or cuTexRefGetAddressMode
 
 
 def _mk_cuTexRefGetArray(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetArray', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetArray(hTexRef):
-            """cuTexRefGetArray(hTexRef) -> phArray (CUarray)
-
-            Calls the driver's cuTexRefGetArray (ABI version 2000): CUresult cuTexRefGetArray(CUarray *phArray, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetArray')
-            return _v
-
-        return cuTexRefGetArray
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuTexRefGetArray')
@@ -14356,7 +11394,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetArray')
         return _o0[0]
 
-    return cuTexRefGetArray
+    return _b.fast('cuTexRefGetArray', cuTexRefGetArray, '(hTexRef)') or cuTexRefGetArray
 
 
 def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
@@ -14388,27 +11426,6 @@ def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetFilterMode', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetFilterMode(hTexRef):
-            """cuTexRefGetFilterMode(hTexRef) -> pfm (CUfilter_mode)
-
-            Calls the driver's cuTexRefGetFilterMode (ABI version 2000): CUresult cuTexRefGetFilterMode(CUfilter_mode *pfm, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetFilterMode')
-            return _v
-
-        return cuTexRefGetFilterMode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuTexRefGetFilterMode')
@@ -14433,31 +11450,10 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetFilterMode')
         return _o0[0]
 
-    return cuTexRefGetFilterMode
+    return _b.fast('cuTexRefGetFilterMode', cuTexRefGetFilterMode, '(hTexRef)') or cuTexRefGetFilterMode
 
 
 def _mk_cuTexRefGetFlags(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetFlags', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetFlags(hTexRef):
-            """cuTexRefGetFlags(hTexRef) -> pFlags (unsigned int)
-
-            Calls the driver's cuTexRefGetFlags (ABI version 2000): CUresult cuTexRefGetFlags(unsigned int *pFlags, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetFlags')
-            return _v
-
-        return cuTexRefGetFlags
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuTexRefGetFlags')
@@ -14482,7 +11478,7 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetFlags')
         return _o0[0]
 
-    return cuTexRefGetFlags
+    return _b.fast('cuTexRefGetFlags', cuTexRefGetFlags, '(hTexRef)') or cuTexRefGetFlags
 
 
 def _mk_cuTexRefGetFormat(_fn, _b, _chk):
@@ -14517,27 +11513,6 @@ def _mk_cuTexRefGetFormat(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetMaxAnisotropy', 'i')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetMaxAnisotropy(hTexRef):
-            """cuTexRefGetMaxAnisotropy(hTexRef) -> pmaxAniso (int)
-
-            Calls the driver's cuTexRefGetMaxAnisotropy (ABI version 5000): CUresult cuTexRefGetMaxAnisotropy(int *pmaxAniso, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetMaxAnisotropy')
-            return _v
-
-        return cuTexRefGetMaxAnisotropy
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
     _tls = _b.cells('cuTexRefGetMaxAnisotropy')
@@ -14562,31 +11537,10 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetMaxAnisotropy')
         return _o0[0]
 
-    return cuTexRefGetMaxAnisotropy
+    return _b.fast('cuTexRefGetMaxAnisotropy', cuTexRefGetMaxAnisotropy, '(hTexRef)') or cuTexRefGetMaxAnisotropy
 
 
 def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetMipmapFilterMode', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetMipmapFilterMode(hTexRef):
-            """cuTexRefGetMipmapFilterMode(hTexRef) -> pfm (CUfilter_mode)
-
-            Calls the driver's cuTexRefGetMipmapFilterMode (ABI version 5000): CUresult cuTexRefGetMipmapFilterMode(CUfilter_mode *pfm, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetMipmapFilterMode')
-            return _v
-
-        return cuTexRefGetMipmapFilterMode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuTexRefGetMipmapFilterMode')
@@ -14611,7 +11565,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetMipmapFilterMode')
         return _o0[0]
 
-    return cuTexRefGetMipmapFilterMode
+    return _b.fast('cuTexRefGetMipmapFilterMode', cuTexRefGetMipmapFilterMode, '(hTexRef)') or cuTexRefGetMipmapFilterMode
 
 
 def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
@@ -14674,27 +11628,6 @@ def _mk_cuTexRefGetMipmapLevelClamp(_fn, _b, _chk):
 
 
 def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefGetMipmappedArray', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefGetMipmappedArray(hTexRef):
-            """cuTexRefGetMipmappedArray(hTexRef) -> phMipmappedArray (CUmipmappedArray)
-
-            Calls the driver's cuTexRefGetMipmappedArray (ABI version 5000): CUresult cuTexRefGetMipmappedArray(CUmipmappedArray *phMipmappedArray, CUtexref hTexRef).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            _v = _f1(hTexRef)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefGetMipmappedArray')
-            return _v
-
-        return cuTexRefGetMipmappedArray
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuTexRefGetMipmappedArray')
@@ -14719,34 +11652,10 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetMipmappedArray')
         return _o0[0]
 
-    return cuTexRefGetMipmappedArray
+    return _b.fast('cuTexRefGetMipmappedArray', cuTexRefGetMipmappedArray, '(hTexRef)') or cuTexRefGetMipmappedArray
 
 
 def _mk_cuTexRefSetAddress(_fn, _b, _chk):
-    _fast = _b.fast1('cuTexRefSetAddress', 'z')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuTexRefSetAddress(hTexRef, dptr, bytes):
-            """cuTexRefSetAddress(hTexRef, dptr, bytes) -> ByteOffset (size_t)
-
-            Calls the driver's cuTexRefSetAddress (ABI version 3020): CUresult cuTexRefSetAddress(size_t *ByteOffset, CUtexref hTexRef, CUdeviceptr dptr, size_t bytes).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hTexRef.__class__ is not int: hTexRef, _k1 = _address(hTexRef)
-            elif _chk and not 0 <= hTexRef <= 18446744073709551615: _check('p', hTexRef, 'hTexRef')
-            if dptr.__class__ is not int: dptr, _k2 = _address(dptr)
-            elif _chk and not 0 <= dptr <= 18446744073709551615: _check('Q', dptr, 'dptr')
-            if _chk and (not 0 <= bytes <= 18446744073709551615 or bytes.__class__ is not int and not isinstance(bytes, int)): _check('z', bytes, 'bytes')
-            _v = _f1(hTexRef, dptr, bytes)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuTexRefSetAddress')
-            return _v
-
-        return cuTexRefSetAddress
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
     _tls = _b.cells('cuTexRefSetAddress')
@@ -14774,7 +11683,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefSetAddress')
         return _o0[0]
 
-    return cuTexRefSetAddress
+    return _b.fast('cuTexRefSetAddress', cuTexRefSetAddress, '(hTexRef, dptr, bytes)') or cuTexRefSetAddress
 
 
 def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
@@ -15056,25 +11965,6 @@ def _mk_cuTexRefSetMipmappedArray(_fn, _b, _chk):
 
 
 def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
-    _fast = _b.fast1('cuThreadExchangeStreamCaptureMode', 'I')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuThreadExchangeStreamCaptureMode():
-            """cuThreadExchangeStreamCaptureMode() -> mode (CUstreamCaptureMode)
-
-            Calls the driver's cuThreadExchangeStreamCaptureMode (ABI version 10010): CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            _v = _f1()
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuThreadExchangeStreamCaptureMode')
-            return _v
-
-        return cuThreadExchangeStreamCaptureMode
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
     _tls = _b.cells('cuThreadExchangeStreamCaptureMode')
@@ -15097,35 +11987,10 @@ def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
             _raise(_rc, 'cuThreadExchangeStreamCaptureMode')
         return _o0[0]
 
-    return cuThreadExchangeStreamCaptureMode
+    return _b.fast('cuThreadExchangeStreamCaptureMode', cuThreadExchangeStreamCaptureMode, '()') or cuThreadExchangeStreamCaptureMode
 
 
 def _mk_cuUserObjectCreate(_fn, _b, _chk):
-    _fast = _b.fast1('cuUserObjectCreate', 'p')
-    if _fast is not None:
-        _f1, _S, _last = _fast
-
-        def cuUserObjectCreate(ptr, destroy, initialRefcount, flags):
-            """cuUserObjectCreate(ptr, destroy, initialRefcount, flags) -> object_out (CUuserObject)
-
-            Calls the driver's cuUserObjectCreate (ABI version 11030): CUresult cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if ptr.__class__ is not int: ptr, _k1 = _address(ptr)
-            elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
-            if destroy.__class__ is not int: destroy, _k2 = _address(destroy)
-            elif _chk and not 0 <= destroy <= 18446744073709551615: _check('p', destroy, 'destroy')
-            if _chk and (not 0 <= initialRefcount <= 4294967295 or initialRefcount.__class__ is not int and not isinstance(initialRefcount, int)): _check('I', initialRefcount, 'initialRefcount')
-            if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
-            _v = _f1(ptr, destroy, initialRefcount, flags)
-            if _v == _S:
-                _rc = _last()
-                if _rc:
-                    _raise(_rc, 'cuUserObjectCreate')
-            return _v
-
-        return cuUserObjectCreate
-
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
     _tls = _b.cells('cuUserObjectCreate')
@@ -15154,7 +12019,7 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
             _raise(_rc, 'cuUserObjectCreate')
         return _o0[0]
 
-    return cuUserObjectCreate
+    return _b.fast('cuUserObjectCreate', cuUserObjectCreate, '(ptr, destroy, initialRefcount, flags)') or cuUserObjectCreate
 
 
 def _mk_cuUserObjectRelease(_fn, _b, _chk):
