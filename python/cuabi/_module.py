@@ -148,14 +148,16 @@ def _make_launcher(params):
         "    if a%d.__class__ is not int:\n        a%d = _addr(a%d)\n" % (i, i, i)
         for i, (_c, _s, _a, is_ptr) in enumerate(params) if is_ptr)
     # a struct given as bytes must have its exact size (struct.pack would pad or cut)
+    # (and as bytes: PyPy's struct takes no bytearray)
     convert += "".join(
-        "    if a%d.__class__ not in (bytes, bytearray) or len(a%d) != %d:\n"
+        "    if a%d.__class__ is bytearray:\n        a%d = bytes(a%d)\n"
+        "    if a%d.__class__ is not bytes or len(a%d) != %d:\n"
         "        raise TypeError(\"bad argument for kernel %%r: argument %d must be bytes of "
-        "the struct's size (%d)\" %% kernel.name)\n" % (i, i, sz, i + 1, sz)
+        "the struct's size (%d)\" %% kernel.name)\n" % (i, i, i, i, i, sz, i + 1, sz)
         for i, (c, sz, _a, _p) in enumerate(params) if c.endswith("s"))
     pack = ""
     if n:
-        pack = ("    try:\n        _pack(packet[1], %d, %s)\n    except (_StructError, OverflowError) as exc:\n"
+        pack = ("    try:\n        _pack(packet[1], %d, %s)\n    except (_StructError, OverflowError, ValueError) as exc:\n"
                 "        kernel._buf = packet\n        raise TypeError(\"bad argument for kernel %%r: %%s\" "
                 "%% (kernel.name, exc)) from None\n" % (HEADER_SIZE, ", ".join(names)))
     unpack = ("    %s, = args\n" % ", ".join(names)) if n else ""
