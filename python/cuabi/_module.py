@@ -618,12 +618,12 @@ _launch = None
 def _resolve_launch():
     global _launch
     if _launch is None:
-        from ._libload import ConfigurationError, LibraryNotFoundError
-
         try:
             fast = backend().compiled_launch(_Stream, stream_handle, Kernel, ClosedError)
-        except (LibraryNotFoundError, ConfigurationError):
-            fast = None  # _launch_py raises the same clear error when called
+        except (OSError, ImportError, ValueError):
+            # no library, no backend module, a bad CUABI_* setting: _launch_py
+            # raises the same clear error when it is called
+            fast = None
         _launch = fast or _launch_py
     return _launch
 
