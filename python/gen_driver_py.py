@@ -170,20 +170,19 @@ def _input_lines(params):
     return lines, call
 
 
-def _wrapper_def(ep, params, args, outs, inputs, call, shared, indent):
-    """The wrapper's def; ``shared``: its output cells are made once, in the
-    factory (for calls that keep the GIL), else fetched per thread from _tls."""
+def _wrapper_def(ep, params, args, outs, inputs, call):
+    """The wrapper's def.  Its output cells live in _tls, the holder the
+    backend gives (per thread, or shared where the call keeps the GIL)."""
     name = ep["name"]
     L = []
 
     def w(line):
-        L.append(indent + line if line else line)
+        L.append("    " + line if line else line)
 
     w("def %s(%s):" % (name, ", ".join(args)))
-    extra = indent[4:]  # _doc and the input lines are indented for a def at 4 spaces
-    L.extend(extra + x if x else x for x in _doc(ep, args, outs))
-    L.extend(extra + x for x in inputs)
-    if outs and not shared:
+    L.extend(_doc(ep, args, outs))
+    L.extend(inputs)
+    if outs:
         names = ", ".join("_o%d" % n for n in range(len(outs)))
         ctor = ", ".join("_n%d()" % n for n in range(len(outs)))
         if len(outs) == 1:
@@ -241,20 +240,10 @@ def gen_function(ep):
     for kind, letter, p in params:
         if kind == "struct":
             w("    _s_%s = _b.struct_type(%r)" % (pyname(p["name"]), letter))
-    if outs and name in GIL_HELD:
-        # a backend that keeps the GIL for this call can share one set of cells
-        w("    if _b.shares_cells(%r):" % name)
-        for n in range(len(outs)):
-            w("        _o%d = _n%d()" % (n, n))
-        w("")
-        L.extend(_wrapper_def(ep, params, args, outs, inputs, call, True, "        "))
-        w("")
-        w("        return %s" % name)
-        w("")
     if outs:
         w("    _tls = _b.cells(%r)" % name)
     w("")
-    L.extend(_wrapper_def(ep, params, args, outs, inputs, call, False, "    "))
+    L.extend(_wrapper_def(ep, params, args, outs, inputs, call))
     w("")
     if fast_spec(ep) is not None:
         # the compiled speedups module's C function, where there is one

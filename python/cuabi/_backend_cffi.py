@@ -126,10 +126,6 @@ class Backend:
         _speedups.configure_launch(stream_type, stream_handle, kernel_type, closed_error)
         return _speedups.launch
 
-    def shares_cells(self, name):
-        """cffi releases the GIL around every call: cells are per thread."""
-        return False
-
     def cells(self, name):
         """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""
         return threading.local()

@@ -53,6 +53,12 @@ def _cstr(addr):
     return _C.string_at(addr).decode("utf-8", "replace")
 
 
+class _SharedCells:
+    """Output cells shared by every thread (see Backend.cells)."""
+
+    __slots__ = ("o",)
+
+
 class Backend:
     """Calls into libcuabi through ctypes."""
 
@@ -101,15 +107,11 @@ class Backend:
         """No compiled launch with ctypes."""
         return None
 
-    def shares_cells(self, name):
-        """Whether a wrapper may make its output cells once: yes for the getters
-        called without releasing the GIL (no other thread can run between the
-        call and the read of its result)."""
-        return name in self._quick
-
     def cells(self, name):
-        """Holder of a wrapper's output cells, per thread."""
-        return threading.local()
+        """Holder of a wrapper's output cells: one for all threads for the
+        getters called without releasing the GIL (no other thread can run
+        between the call and the read of its result), else one per thread."""
+        return _SharedCells() if name in self._quick else threading.local()
 
     def fn(self, name, sig, outs=None):
         """The native ``cuabi_<name>`` with argument types from ``sig``.

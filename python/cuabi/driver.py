@@ -718,25 +718,6 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
 def _mk_cuCtxGetCurrent(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    if _b.shares_cells('cuCtxGetCurrent'):
-        _o0 = _n0()
-
-        def cuCtxGetCurrent():
-            """cuCtxGetCurrent() -> pctx (CUcontext)
-
-            Calls the driver's cuCtxGetCurrent (ABI version 4000): CUresult cuCtxGetCurrent(CUcontext *pctx).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            try:
-                _rc = _fn(_o0)
-            except _AE as _e:
-                raise TypeError('cuCtxGetCurrent: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuCtxGetCurrent')
-            return _o0[0]
-
-        return cuCtxGetCurrent
-
     _tls = _b.cells('cuCtxGetCurrent')
 
     def cuCtxGetCurrent():
@@ -787,25 +768,6 @@ def _mk_cuCtxGetDevResource(_fn, _b, _chk):
 def _mk_cuCtxGetDevice(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuCtxGetDevice'):
-        _o0 = _n0()
-
-        def cuCtxGetDevice():
-            """cuCtxGetDevice() -> device (CUdevice)
-
-            Calls the driver's cuCtxGetDevice (ABI version 2000): CUresult cuCtxGetDevice(CUdevice *device).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            try:
-                _rc = _fn(_o0)
-            except _AE as _e:
-                raise TypeError('cuCtxGetDevice: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuCtxGetDevice')
-            return _o0[0]
-
-        return cuCtxGetDevice
-
     _tls = _b.cells('cuCtxGetDevice')
 
     def cuCtxGetDevice():
@@ -1438,26 +1400,6 @@ def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
 def _mk_cuDeviceGet(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuDeviceGet'):
-        _o0 = _n0()
-
-        def cuDeviceGet(ordinal):
-            """cuDeviceGet(ordinal) -> device (CUdevice)
-
-            Calls the driver's cuDeviceGet (ABI version 2000): CUresult cuDeviceGet(CUdevice *device, int ordinal).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not -2147483648 <= ordinal <= 2147483647 or ordinal.__class__ is not int and not isinstance(ordinal, int)): _check('i', ordinal, 'ordinal')
-            try:
-                _rc = _fn(_o0, ordinal)
-            except _AE as _e:
-                raise TypeError('cuDeviceGet: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuDeviceGet')
-            return _o0[0]
-
-        return cuDeviceGet
-
     _tls = _b.cells('cuDeviceGet')
 
     def cuDeviceGet(ordinal):
@@ -1485,27 +1427,6 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
 def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuDeviceGetAttribute'):
-        _o0 = _n0()
-
-        def cuDeviceGetAttribute(attrib, dev):
-            """cuDeviceGetAttribute(attrib, dev) -> pi (int)
-
-            Calls the driver's cuDeviceGetAttribute (ABI version 2000): CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
-            if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
-            try:
-                _rc = _fn(_o0, attrib, dev)
-            except _AE as _e:
-                raise TypeError('cuDeviceGetAttribute: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuDeviceGetAttribute')
-            return _o0[0]
-
-        return cuDeviceGetAttribute
-
     _tls = _b.cells('cuDeviceGetAttribute')
 
     def cuDeviceGetAttribute(attrib, dev):
@@ -1562,25 +1483,6 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
 def _mk_cuDeviceGetCount(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuDeviceGetCount'):
-        _o0 = _n0()
-
-        def cuDeviceGetCount():
-            """cuDeviceGetCount() -> count (int)
-
-            Calls the driver's cuDeviceGetCount (ABI version 2000): CUresult cuDeviceGetCount(int *count).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            try:
-                _rc = _fn(_o0)
-            except _AE as _e:
-                raise TypeError('cuDeviceGetCount: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuDeviceGetCount')
-            return _o0[0]
-
-        return cuDeviceGetCount
-
     _tls = _b.cells('cuDeviceGetCount')
 
     def cuDeviceGetCount():
@@ -2249,25 +2151,6 @@ def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
 def _mk_cuDriverGetVersion(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuDriverGetVersion'):
-        _o0 = _n0()
-
-        def cuDriverGetVersion():
-            """cuDriverGetVersion() -> driverVersion (int)
-
-            Calls the driver's cuDriverGetVersion (ABI version 2020): CUresult cuDriverGetVersion(int *driverVersion).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            try:
-                _rc = _fn(_o0)
-            except _AE as _e:
-                raise TypeError('cuDriverGetVersion: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuDriverGetVersion')
-            return _o0[0]
-
-        return cuDriverGetVersion
-
     _tls = _b.cells('cuDriverGetVersion')
 
     def cuDriverGetVersion():
@@ -2542,28 +2425,6 @@ def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
 def _mk_cuFuncGetAttribute(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuFuncGetAttribute'):
-        _o0 = _n0()
-
-        def cuFuncGetAttribute(attrib, hfunc):
-            """cuFuncGetAttribute(attrib, hfunc) -> pi (int)
-
-            Calls the driver's cuFuncGetAttribute (ABI version 2020): CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
-            if hfunc.__class__ is not int: hfunc, _k2 = _address(hfunc)
-            elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
-            try:
-                _rc = _fn(_o0, attrib, hfunc)
-            except _AE as _e:
-                raise TypeError('cuFuncGetAttribute: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuFuncGetAttribute')
-            return _o0[0]
-
-        return cuFuncGetAttribute
-
     _tls = _b.cells('cuFuncGetAttribute')
 
     def cuFuncGetAttribute(attrib, hfunc):
@@ -2843,26 +2704,6 @@ def _mk_cuFuncSetSharedSize(_fn, _b, _chk):
 def _mk_cuGetErrorName(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    if _b.shares_cells('cuGetErrorName'):
-        _o0 = _n0()
-
-        def cuGetErrorName(error):
-            """cuGetErrorName(error) -> pStr (const char *)
-
-            Calls the driver's cuGetErrorName (ABI version 6000): CUresult cuGetErrorName(CUresult error, const char **pStr).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= error <= 4294967295 or error.__class__ is not int and not isinstance(error, int)): _check('I', error, 'error')
-            try:
-                _rc = _fn(error, _o0)
-            except _AE as _e:
-                raise TypeError('cuGetErrorName: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuGetErrorName')
-            return _cstr_at(_o0[0])
-
-        return cuGetErrorName
-
     _tls = _b.cells('cuGetErrorName')
 
     def cuGetErrorName(error):
@@ -2890,26 +2731,6 @@ def _mk_cuGetErrorName(_fn, _b, _chk):
 def _mk_cuGetErrorString(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['p']
-    if _b.shares_cells('cuGetErrorString'):
-        _o0 = _n0()
-
-        def cuGetErrorString(error):
-            """cuGetErrorString(error) -> pStr (const char *)
-
-            Calls the driver's cuGetErrorString (ABI version 6000): CUresult cuGetErrorString(CUresult error, const char **pStr).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if _chk and (not 0 <= error <= 4294967295 or error.__class__ is not int and not isinstance(error, int)): _check('I', error, 'error')
-            try:
-                _rc = _fn(error, _o0)
-            except _AE as _e:
-                raise TypeError('cuGetErrorString: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuGetErrorString')
-            return _cstr_at(_o0[0])
-
-        return cuGetErrorString
-
     _tls = _b.cells('cuGetErrorString')
 
     def cuGetErrorString(error):
@@ -10488,27 +10309,6 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
 def _mk_cuStreamGetFlags(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
-    if _b.shares_cells('cuStreamGetFlags'):
-        _o0 = _n0()
-
-        def cuStreamGetFlags(hStream):
-            """cuStreamGetFlags(hStream) -> flags (unsigned int)
-
-            Calls the driver's cuStreamGetFlags (ABI version 5050): CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            try:
-                _rc = _fn(hStream, _o0)
-            except _AE as _e:
-                raise TypeError('cuStreamGetFlags: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuStreamGetFlags')
-            return _o0[0]
-
-        return cuStreamGetFlags
-
     _tls = _b.cells('cuStreamGetFlags')
 
     def cuStreamGetFlags(hStream):
@@ -10593,27 +10393,6 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
 def _mk_cuStreamGetPriority(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
-    if _b.shares_cells('cuStreamGetPriority'):
-        _o0 = _n0()
-
-        def cuStreamGetPriority(hStream):
-            """cuStreamGetPriority(hStream) -> priority (int)
-
-            Calls the driver's cuStreamGetPriority (ABI version 5050): CUresult cuStreamGetPriority(CUstream hStream, int *priority).
-            Raises cuabi.CUDAError (a subclass per CUresult) on failure.
-            """
-            if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
-            elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
-            try:
-                _rc = _fn(hStream, _o0)
-            except _AE as _e:
-                raise TypeError('cuStreamGetPriority: ' + str(_e)) from None
-            if _rc:
-                _raise(_rc, 'cuStreamGetPriority')
-            return _o0[0]
-
-        return cuStreamGetPriority
-
     _tls = _b.cells('cuStreamGetPriority')
 
     def cuStreamGetPriority(hStream):
