@@ -119,12 +119,18 @@ class Backend:
             return None
         return _speedups.make_launcher(layout, size, *helpers)
 
-    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error):
-        """The speedups module's ``launch(stream, config, kernel, *args)``, or None."""
+    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error,
+                        resource_type, memory_types):
+        """The speedups module's ``launch(stream, config, kernel, *args)`` and
+        ``Kernel.launch`` method, or None.
+
+        ``memory_types`` are the Resource subclasses whose kernel address is
+        their handle (``_h``), which the compiled launch reads directly."""
         if _speedups is None:
             return None
-        _speedups.configure_launch(stream_type, stream_handle, kernel_type, closed_error)
-        return _speedups.launch
+        _speedups.configure_launch(stream_type, stream_handle, kernel_type, closed_error,
+                                   resource_type, memory_types)
+        return _speedups.launch, _speedups.kernel_launch_method()
 
     def cells(self, name):
         """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""

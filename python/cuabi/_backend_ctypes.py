@@ -103,7 +103,8 @@ class Backend:
         """No compiled launcher with ctypes: cuabi._module's Python one is used."""
         return None
 
-    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error):
+    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error,
+                        resource_type, memory_types):
         """No compiled launch with ctypes."""
         return None
 

@@ -531,7 +531,9 @@ class Kernel:
         return _make_launcher(parse_params(items))[0]
 
     def launch(self, config: LaunchConfig, *args, stream=None) -> None:
-        """Launch on ``stream`` (default: the NULL stream)."""
+        """Launch on ``stream`` (default: the NULL stream): the same as
+        ``cuabi.launch(stream, config, kernel, *args)``.  With the compiled
+        speedups module, the first launch replaces this method by its C form."""
         (_launch or _resolve_launch())(stream, config, self, *args)
 
     def __repr__(self):
@@ -618,13 +620,22 @@ _launch = None
 def _resolve_launch():
     global _launch
     if _launch is None:
+        from ._memory import DeviceBuffer, ManagedBuffer, PinnedBuffer
+        # memory whose kernel address is its handle, as Resource defines it
+        memory = tuple(t for t in (DeviceBuffer, ManagedBuffer, PinnedBuffer)
+                       if t._cuabi_address is Resource._cuabi_address)
         try:
-            fast = backend().compiled_launch(_Stream, stream_handle, Kernel, ClosedError)
+            fast = backend().compiled_launch(_Stream, stream_handle, Kernel, ClosedError,
+                                             Resource, memory)
         except (OSError, ImportError, ValueError):
             # no library, no backend module, a bad CUABI_* setting: _launch_py
             # raises the same clear error when it is called
             fast = None
-        _launch = fast or _launch_py
+        if fast is None:
+            _launch = _launch_py
+        else:
+            # the compiled launch, and Kernel.launch as a C method doing the same
+            _launch, Kernel.launch = fast
     return _launch
 
 

@@ -12,9 +12,12 @@
  *     generated (getters.h, written by build_ext.py at build time); the pure
  *     getters of cuabi._sig.GIL_HELD run without releasing the GIL, the others
  *     release it around the call.
- *  2. Launchers.  A Launcher packs a kernel's arguments, per its parameter
+ *  2. Launches.  A Launcher packs a kernel's arguments, per its parameter
  *     signature, into a packet on the C stack and calls cuabi_launch_packed
  *     with the GIL released: one crossing, no Python object made per launch.
+ *     launch() (cuabi.launch) and kernel_launch (Kernel.launch) find the
+ *     stream's handle and the kernel's launcher by reading cuabi's __slots__
+ *     directly (see `known` below).
  *
  * The module reaches libcuabi through function pointers that bind() fills
  * with dlsym from the copy the package opened, so the library search stays
@@ -34,6 +37,12 @@
 #include <string.h>
 
 #include "cuabi.h"
+
+/* Python 3.12 names the member types Py_T_*; older versions only T_*. */
+#ifndef Py_T_OBJECT_EX
+#include <structmember.h>
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#endif
 
 /* 64-bit integer reads: where long is 64 bits, PyLong_As(Unsigned)Long has a
  * much cheaper path than the LongLong variants of older CPythons. */
@@ -64,10 +73,13 @@ static PyObject *fail(int code, const char *function)
     return NULL;
 }
 
-/* An integer argument in lo..hi (signed), as the cffi backend accepts it:
- * ints and objects with __index__; TypeError or OverflowError otherwise. */
-static int arg_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *out, const char *function,
-                      const char *param)
+/* Integer reads shared by the getters and the launcher: an int, or an object
+ * with __index__, checked against lo..hi.  They return INT_OK, or INT_NOT_INT
+ * (no integer) or INT_RANGE (out of range) with the error cleared, for the
+ * caller to report in its own words. */
+enum { INT_OK = 0, INT_NOT_INT = 1, INT_RANGE = 2 };
+
+static int read_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *out)
 {
     long long v;
     if (PyLong_Check(o)) {
@@ -75,25 +87,21 @@ static int arg_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *out, const c
     } else {
         PyObject *i = PyNumber_Index(o);
         if (i == NULL) {
-            PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", function, param,
-                         Py_TYPE(o)->tp_name);
-            return -1;
+            PyErr_Clear();
+            return INT_NOT_INT;
         }
         v = AS_I64(i);
         Py_DECREF(i);
     }
     if ((v == -1 && PyErr_Occurred()) || v < lo || v > hi) {
         PyErr_Clear();
-        PyErr_Format(PyExc_OverflowError, "%s: %s does not fit in %lld..%lld", function, param,
-                     (long long)lo, (long long)hi);
-        return -1;
+        return INT_RANGE;
     }
     *out = v;
-    return 0;
+    return INT_OK;
 }
 
-static int arg_unsigned(PyObject *o, uint64_t hi, uint64_t *out, const char *function,
-                        const char *param)
+static int read_unsigned(PyObject *o, uint64_t hi, uint64_t *out)
 {
     unsigned long long v;
     if (PyLong_Check(o)) {
@@ -101,21 +109,53 @@ static int arg_unsigned(PyObject *o, uint64_t hi, uint64_t *out, const char *fun
     } else {
         PyObject *i = PyNumber_Index(o);
         if (i == NULL) {
-            PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", function, param,
-                         Py_TYPE(o)->tp_name);
-            return -1;
+            PyErr_Clear();
+            return INT_NOT_INT;
         }
         v = AS_U64(i);
         Py_DECREF(i);
     }
     if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > hi) {
         PyErr_Clear();
-        PyErr_Format(PyExc_OverflowError, "%s: %s does not fit in 0..%llu", function, param,
-                     (unsigned long long)hi);
-        return -1;
+        return INT_RANGE;
     }
     *out = v;
-    return 0;
+    return INT_OK;
+}
+
+/* An integer argument of a getter, as the cffi backend accepts it: TypeError
+ * or OverflowError naming the function and parameter otherwise. */
+static int arg_int_error(int r, PyObject *o, const char *function, const char *param,
+                         const char *range)
+{
+    if (r == INT_NOT_INT)
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", function, param,
+                     Py_TYPE(o)->tp_name);
+    else
+        PyErr_Format(PyExc_OverflowError, "%s: %s does not fit in %s", function, param, range);
+    return -1;
+}
+
+static int arg_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *out, const char *function,
+                      const char *param)
+{
+    int r = read_signed(o, lo, hi, out);
+    if (r == INT_OK)
+        return 0;
+    char range[48];
+    snprintf(range, sizeof range, "%lld..%lld", (long long)lo, (long long)hi);
+    return arg_int_error(r, o, function, param, range);
+}
+
+static int arg_unsigned(PyObject *o, uint64_t hi, uint64_t *out, const char *function,
+                        const char *param)
+{
+    int r = read_unsigned(o, hi, out);
+    if (r == INT_OK)
+        return 0;
+    char range[48];
+    snprintf(range, sizeof range, "0..%llu", (unsigned long long)hi);
+    return arg_int_error(r, o, function, param, range);
 }
 
 /* A pointer argument: an exact int is the address itself; anything else goes
@@ -223,7 +263,59 @@ typedef struct {
     int last_extended;
 } Launcher;
 
-static PyObject *str_h, *str_name, *str_hdr, *str_ex;
+static PyObject *str_h, *str_name, *str_hdr, *str_ex, *str_go;
+
+/* What configure_launch() tells the launch path about cuabi's classes.  The
+ * attributes a launch reads (Stream._h, Kernel._h, Kernel._go, a buffer's _h)
+ * are __slots__, and for an object of exactly the class configured a slot is
+ * a pointer at a fixed offset in the object, taken once from the class's
+ * member descriptor: a load instead of an attribute lookup.  Any other object,
+ * and every launch before configure_launch() ran, takes the ordinary lookup.
+ * Written once, under the GIL, then only read. */
+static struct {
+    PyObject *stream_type;     /* cuabi.Stream */
+    PyObject *stream_handle;   /* cuabi._core.stream_handle(obj) -> int */
+    PyObject *kernel_type;     /* cuabi.Kernel */
+    PyObject *closed_error;    /* cuabi.errors.ClosedError */
+    PyObject *memory_types;    /* tuple of the classes whose kernel address is their _h */
+    Py_ssize_t resource_h;     /* offset of Resource._h: Stream and the memory classes */
+    Py_ssize_t kernel_h;       /* offset of Kernel._h */
+    Py_ssize_t kernel_go;      /* offset of Kernel._go */
+} known = { NULL, NULL, NULL, NULL, NULL, -1, -1, -1 };
+
+/* obj.<name>, read straight from its slot (at offset) when obj's class is
+ * exactly type, else looked up.  A new reference, or NULL with an error. */
+static PyObject *slot_or_attr(PyObject *obj, PyObject *type, Py_ssize_t offset, PyObject *name)
+{
+    if (offset >= 0 && (PyObject *)Py_TYPE(obj) == type) {
+        PyObject *v = *(PyObject **)((char *)obj + offset);
+        if (v != NULL) {
+            Py_INCREF(v);
+            return v;
+        }
+    }
+    return PyObject_GetAttr(obj, name); /* also raises AttributeError for an unset slot */
+}
+
+/* The offset of the object slot `name` of class type; -1 with an error when
+ * it is not one. */
+static Py_ssize_t slot_offset(PyObject *type, const char *name)
+{
+    PyObject *d = PyObject_GetAttrString(type, name);
+    if (d == NULL)
+        return -1;
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == Py_T_OBJECT_EX)
+            offset = m->offset;
+    }
+    Py_DECREF(d);
+    if (offset < 0)
+        PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ attribute", type, name);
+    return offset;
+}
+
 
 static int bad_argument(PyObject *kernel, Py_ssize_t i, const char *why)
 {
@@ -235,52 +327,11 @@ static int bad_argument(PyObject *kernel, Py_ssize_t i, const char *why)
     return -1;
 }
 
-/* The reason an integer conversion failed, for bad_argument. */
-static const char *int_problem(void)
+/* A kernel's integer argument: bad_argument's TypeError when it is no
+ * integer or out of range for the parameter. */
+static int pack_int_error(int r, PyObject *kernel, Py_ssize_t i)
 {
-    int type = PyErr_ExceptionMatches(PyExc_TypeError);
-    PyErr_Clear();
-    return type ? "must be an integer" : "is out of range for its type";
-}
-
-static int pack_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *v, PyObject *kernel, Py_ssize_t i)
-{
-    long long x;
-    if (PyLong_Check(o)) {
-        x = AS_I64(o);
-    } else {
-        PyObject *n = PyNumber_Index(o);
-        if (n == NULL)
-            return bad_argument(kernel, i, int_problem());
-        x = AS_I64(n);
-        Py_DECREF(n);
-    }
-    if (x == -1 && PyErr_Occurred())
-        return bad_argument(kernel, i, int_problem());
-    if (x < lo || x > hi)
-        return bad_argument(kernel, i, "is out of range for its type");
-    *v = x;
-    return 0;
-}
-
-static int pack_unsigned(PyObject *o, uint64_t hi, uint64_t *v, PyObject *kernel, Py_ssize_t i)
-{
-    unsigned long long x;
-    if (PyLong_Check(o)) {
-        x = AS_U64(o);
-    } else {
-        PyObject *n = PyNumber_Index(o);
-        if (n == NULL)
-            return bad_argument(kernel, i, int_problem());
-        x = AS_U64(n);
-        Py_DECREF(n);
-    }
-    if (x == (unsigned long long)-1 && PyErr_Occurred())
-        return bad_argument(kernel, i, int_problem());
-    if (x > hi)
-        return bad_argument(kernel, i, "is out of range for its type");
-    *v = x;
-    return 0;
+    return bad_argument(kernel, i, r == INT_NOT_INT ? "must be an integer" : "is out of range for its type");
 }
 
 static int pack_double(PyObject *o, double *v, PyObject *kernel, Py_ssize_t i)
@@ -300,14 +351,16 @@ static int pack_integer(const struct param *p, PyObject *o, unsigned char *dst, 
 {
     unsigned bits = 8 * (unsigned)p->size;
     uint64_t u = 0;
+    int r;
     if (p->code >= 'a' && p->code <= 'z') {
         int64_t hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1, s = 0;
-        if (pack_signed(o, -hi - 1, hi, &s, kernel, i) < 0)
-            return -1;
+        r = read_signed(o, -hi - 1, hi, &s);
         u = (uint64_t)s;
-    } else if (pack_unsigned(o, bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1, &u, kernel, i) < 0) {
-        return -1;
+    } else {
+        r = read_unsigned(o, bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1, &u);
     }
+    if (r != INT_OK)
+        return pack_int_error(r, kernel, i);
     /* stored through a value of the parameter's width, so the byte order is the host's */
     uint8_t v8 = (uint8_t)u;
     uint16_t v16 = (uint16_t)u;
@@ -318,6 +371,24 @@ static int pack_integer(const struct param *p, PyObject *o, unsigned char *dst, 
     return 0;
 }
 
+/* The int that holds a pointer argument's address without calling into
+ * Python (borrowed): an exact int itself, or the handle of cuabi's own open
+ * memory; NULL for anything else. */
+static PyObject *address_int(PyObject *o)
+{
+    if (PyLong_CheckExact(o))
+        return o;
+    if (known.memory_types != NULL) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(known.memory_types); k++) {
+            if ((PyObject *)Py_TYPE(o) == PyTuple_GET_ITEM(known.memory_types, k)) {
+                PyObject *h = *(PyObject **)((char *)o + known.resource_h);
+                return h != NULL && PyLong_CheckExact(h) ? h : NULL; /* closed: None */
+            }
+        }
+    }
+    return NULL;
+}
+
 /* Writes argument i into dst per p->code; same rules as struct.pack with the
  * code, except that a struct given as bytes must have exactly its size. */
 static int pack_one(const Launcher *self, const struct param *p, PyObject *o, unsigned char *dst,
@@ -326,21 +397,21 @@ static int pack_one(const Launcher *self, const struct param *p, PyObject *o, un
     uint64_t u;
     double d;
     switch (p->code) {
-    case 'p': /* pointer: an int, or device memory the Python helper understands */
-        if (PyLong_CheckExact(o)) {
-            if (pack_unsigned(o, UINT64_MAX, &u, kernel, i) < 0)
-                return -1;
-        } else {
-            PyObject *a = PyObject_CallFunctionObjArgs(self->kernel_pointer, o, NULL);
+    case 'p': { /* pointer: an int, cuabi memory, or what the Python helper understands
+                 * (cuabi._module._kernel_pointer, which also raises for closed memory) */
+        PyObject *owned = NULL, *a = address_int(o);
+        if (a == NULL) {
+            a = owned = PyObject_CallFunctionObjArgs(self->kernel_pointer, o, NULL);
             if (a == NULL)
                 return -1;
-            int r = pack_unsigned(a, UINT64_MAX, &u, kernel, i);
-            Py_DECREF(a);
-            if (r < 0)
-                return -1;
         }
+        int r = read_unsigned(a, UINT64_MAX, &u);
+        Py_XDECREF(owned);
+        if (r != INT_OK)
+            return pack_int_error(r, kernel, i);
         memcpy(dst, &u, 8);
         return 0;
+    }
     case 'b': case 'B': case 'h': case 'H': case 'i': case 'I': case 'q': case 'Q':
         return pack_integer(p, o, dst, kernel, i);
     case '?': {
@@ -469,7 +540,7 @@ static PyObject *kernel_closed(PyObject *closed_error, PyObject *kernel)
 static PyObject *launcher_run(Launcher *self, PyObject *kernel, uint64_t stream, PyObject *config,
                               PyObject *const *items)
 {
-    PyObject *h = PyObject_GetAttr(kernel, str_h);
+    PyObject *h = slot_or_attr(kernel, known.kernel_type, known.kernel_h, str_h);
     if (h == NULL)
         return NULL;
     if (h == Py_None) {
@@ -653,30 +724,46 @@ bad:
     return NULL;
 }
 
-/* The module-level launch(stream, config, kernel, *args): cuabi.launch on
- * this module.  Its Python helpers are set once by configure_launch(). */
-static PyObject *stream_type;      /* cuabi.Stream */
-static PyObject *stream_handle_fn; /* cuabi._core.stream_handle(obj) -> int */
-static PyObject *kernel_type;      /* cuabi.Kernel */
-static PyObject *closed_error;     /* cuabi.errors.ClosedError */
-static PyObject *str_go;
-
+/* configure_launch(Stream, stream_handle, Kernel, ClosedError, Resource,
+ * memory_types): what the module-level launch() needs; once per process
+ * (later calls change nothing). */
 static PyObject *configure_launch(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *st, *sh, *kt, *ce;
-    if (!PyArg_ParseTuple(args, "OOOO:configure_launch", &st, &sh, &kt, &ce))
+    PyObject *st, *sh, *kt, *ce, *rt, *mt;
+    if (!PyArg_ParseTuple(args, "OOOOOO!:configure_launch", &st, &sh, &kt, &ce, &rt, &PyTuple_Type, &mt))
         return NULL;
-    if (stream_type == NULL) {
-        Py_INCREF(st);
-        stream_type = st;
-        Py_INCREF(sh);
-        stream_handle_fn = sh;
-        Py_INCREF(kt);
-        kernel_type = kt;
-        Py_INCREF(ce);
-        closed_error = ce;
+    if (known.stream_type != NULL)
+        Py_RETURN_NONE;
+    Py_ssize_t resource_h = slot_offset(rt, "_h");
+    Py_ssize_t kernel_h = resource_h < 0 ? -1 : slot_offset(kt, "_h");
+    Py_ssize_t kernel_go = kernel_h < 0 ? -1 : slot_offset(kt, "_go");
+    if (kernel_go < 0)
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(mt); k++) {
+        PyObject *t = PyTuple_GET_ITEM(mt, k);
+        if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, (PyTypeObject *)rt)) {
+            PyErr_SetString(PyExc_TypeError, "configure_launch: memory_types must be Resource subclasses");
+            return NULL;
+        }
     }
+    if (!PyType_IsSubtype((PyTypeObject *)st, (PyTypeObject *)rt)) {
+        PyErr_SetString(PyExc_TypeError, "configure_launch: Stream must be a Resource subclass");
+        return NULL;
+    }
+    Py_INCREF(st);
+    known.stream_type = st;
+    Py_INCREF(sh);
+    known.stream_handle = sh;
+    Py_INCREF(kt);
+    known.kernel_type = kt;
+    Py_INCREF(ce);
+    known.closed_error = ce;
+    Py_INCREF(mt);
+    known.memory_types = mt;
+    known.resource_h = resource_h;
+    known.kernel_h = kernel_h;
+    known.kernel_go = kernel_go;
     Py_RETURN_NONE;
 }
 
@@ -687,15 +774,15 @@ static int stream_of(PyObject *stream, uint64_t *out)
         return 0;
     }
     PyObject *h;
-    if ((PyObject *)Py_TYPE(stream) == stream_type) {
-        h = PyObject_GetAttr(stream, str_h);
+    if ((PyObject *)Py_TYPE(stream) == known.stream_type) {
+        h = slot_or_attr(stream, known.stream_type, known.resource_h, str_h);
         if (h == Py_None) {
             Py_DECREF(h);
-            PyErr_SetString(closed_error, "Stream is closed");
+            PyErr_SetString(known.closed_error, "Stream is closed");
             return -1;
         }
     } else {
-        h = PyObject_CallFunctionObjArgs(stream_handle_fn, stream, NULL);
+        h = PyObject_CallFunctionObjArgs(known.stream_handle, stream, NULL);
     }
     if (h == NULL)
         return -1;
@@ -707,30 +794,27 @@ static int stream_of(PyObject *stream, uint64_t *out)
     return 0;
 }
 
-static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* Launches kernel with config on stream (None, an int handle, a cuabi.Stream
+ * or another library's stream), items[0..given) its arguments: the body of
+ * launch() and of Kernel.launch. */
+static PyObject *launch_kernel(PyObject *stream_obj, PyObject *config, PyObject *kernel,
+                               PyObject *const *items, Py_ssize_t given)
 {
-    (void)module;
-    if (stream_type == NULL) {
+    if (known.stream_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "cuabi._cuabi_speedups: configure_launch() was not called");
         return NULL;
     }
-    if (nargs < 3) {
-        PyErr_SetString(PyExc_TypeError, "launch(stream, config, kernel, *args) takes at least 3 arguments");
-        return NULL;
-    }
-    PyObject *config = args[1], *kernel = args[2];
     uint64_t stream;
-    if (stream_of(args[0], &stream) < 0)
+    if (stream_of(stream_obj, &stream) < 0)
         return NULL;
-    if ((PyObject *)Py_TYPE(kernel) != kernel_type) {
+    if ((PyObject *)Py_TYPE(kernel) != known.kernel_type) {
         PyErr_Format(PyExc_TypeError, "kernel must be a cuabi.Kernel, got %.100s", Py_TYPE(kernel)->tp_name);
         return NULL;
     }
-    PyObject *go = PyObject_GetAttr(kernel, str_go);
+    PyObject *go = slot_or_attr(kernel, known.kernel_type, known.kernel_go, str_go);
     if (go == NULL)
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t given = nargs - 3;
     if (Py_TYPE(go) == &LauncherType) {
         Launcher *launcher = (Launcher *)go;
         if (given != launcher->nparams) {
@@ -741,7 +825,7 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
                 Py_DECREF(name);
             }
         } else {
-            result = launcher_run(launcher, kernel, stream, config, args + 3);
+            result = launcher_run(launcher, kernel, stream, config, items);
         }
     } else {
         /* a kernel without a signature: its Python launcher checks and infers */
@@ -749,8 +833,8 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
         PyObject *s = PyLong_FromUnsignedLongLong(stream);
         if (kargs != NULL && s != NULL) {
             for (Py_ssize_t i = 0; i < given; i++) {
-                Py_INCREF(args[3 + i]);
-                PyTuple_SET_ITEM(kargs, i, args[3 + i]);
+                Py_INCREF(items[i]);
+                PyTuple_SET_ITEM(kargs, i, items[i]);
             }
             result = PyObject_CallFunctionObjArgs(go, kernel, s, config, kargs, NULL);
         }
@@ -759,6 +843,63 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
     }
     Py_DECREF(go);
     return result;
+}
+
+/* launch(stream, config, kernel, *args): cuabi.launch. */
+static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs < 3) {
+        PyErr_SetString(PyExc_TypeError, "launch(stream, config, kernel, *args) takes at least 3 arguments");
+        return NULL;
+    }
+    return launch_kernel(args[0], args[1], args[2], args + 3, nargs - 3);
+}
+
+/* Kernel.launch(config, *args, stream=None), a method of cuabi.Kernel made by
+ * kernel_launch_method(). */
+static PyObject *kernel_launch(PyObject *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *stream = Py_None, *config = nargs > 0 ? args[0] : NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+            stream = args[nargs + k];
+        } else if (PyUnicode_CompareWithASCIIString(key, "config") == 0 && nargs == 0) {
+            config = args[nargs + k];
+        } else {
+            PyErr_Format(PyExc_TypeError, "launch() got an unexpected keyword argument '%U'", key);
+            return NULL;
+        }
+    }
+    if (config == NULL) {
+        PyErr_SetString(PyExc_TypeError, "launch() missing required argument 'config'");
+        return NULL;
+    }
+    if (nargs == 0) /* config by keyword: no kernel arguments */
+        return launch_kernel(stream, config, kernel, args, 0);
+    return launch_kernel(stream, config, kernel, args + 1, nargs - 1);
+}
+
+static PyMethodDef kernel_launch_def = {
+    "launch", (PyCFunction)(void (*)(void))kernel_launch, METH_FASTCALL | METH_KEYWORDS,
+    "launch($self, config, *args, stream=None)\n--\n\n"
+    "Launch this kernel with config on stream (default: the NULL stream); the\n"
+    "same as cuabi.launch(stream, config, kernel, *args).",
+};
+
+/* kernel_launch_method(): Kernel.launch for the configured Kernel class, to
+ * be set on it. */
+static PyObject *kernel_launch_method(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    if (known.kernel_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cuabi._cuabi_speedups: configure_launch() was not called");
+        return NULL;
+    }
+    return PyDescr_NewMethod((PyTypeObject *)known.kernel_type, &kernel_launch_def);
 }
 
 /* ------------------------------------------------------------------ module */
@@ -843,7 +984,9 @@ static PyMethodDef methods[] = {
     { "make_launcher", make_launcher, METH_VARARGS,
       "make_launcher(layout, size, kernel_pointer, ClosedError, LaunchConfig, launch_ex)" },
     { "configure_launch", configure_launch, METH_VARARGS,
-      "configure_launch(Stream, stream_handle, Kernel, ClosedError)" },
+      "configure_launch(Stream, stream_handle, Kernel, ClosedError, Resource, memory_types)" },
+    { "kernel_launch_method", kernel_launch_method, METH_NOARGS,
+      "kernel_launch_method(): the compiled Kernel.launch, once configure_launch() ran" },
     { "launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
       "launch(stream, config, kernel, *args)\n--\n\n"
       "Launch kernel with config on stream (None: the NULL stream).  The compiled form of\n"
