@@ -143,7 +143,7 @@ CUresult fake_run_op(const struct fake_op *op);
 void fake_event_stamp(CUevent event);
 
 /* ---- modules and kernels (module.c, kernels.c) ---- */
-#define FAKE_KERNEL_MAX_PARAMS 8
+#define FAKE_KERNEL_MAX_PARAMS 16
 struct fake_kernel {
     const char *name;
     unsigned nparams;

@@ -216,6 +216,13 @@ static const struct fake_kernel kernels[] = {
       run_store_mixed },
     { "launch_info", 1, { 8 }, { 8 },
       "launch_info(unsigned *out)", run_launch_info },
+    /* the empty kernels of bench/kernels.ptx, so bench/run --fake can launch */
+    { "empty_0", 0, { 0 }, { 0 }, "empty_0()", run_empty },
+    { "empty_3", 3, { 8, 4, 4 }, { 8, 4, 4 },
+      "empty_3(unsigned long long p, unsigned n, float f)", run_empty },
+    { "empty_16", 16, { 8, 8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4 },
+      { 8, 8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4 },
+      "empty_16(8 x unsigned long long, 4 x unsigned, 4 x float)", run_empty },
 };
 
 const struct fake_kernel *fake_find_kernel(const char *name, size_t len)
