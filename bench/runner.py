@@ -13,6 +13,9 @@ Phases, each skipped with a reason where it cannot run:
   5. steady     one long-lived worker per contender; every round runs every
                 contender's batch of every operation, contenders shuffled
                 (GPU only)
+  6. launch     cuabi's launches and the C floor in one process, interleaved
+                round by round (bench/launch_cost.py, bench/c/launch_loop.c;
+                GPU only): the measurement of the launch targets
 Then results.json, benchmarks.md and benchmarks.png in the output folder, and
 docs/benchmarks.md + docs/benchmarks.png when the GPU phases ran.
 """
@@ -141,12 +144,15 @@ class Setup:
 
 def build_c(setup):
     """name -> path of each C program that could be built: the contenders
-    c_direct and c_cuabi, and forward_cost (bench/c/forward_cost.c, the
-    build+tests side's forwarded-call probe).  Skips the others with why."""
+    c_direct and c_cuabi, forward_cost (bench/c/forward_cost.c, the
+    build+tests side's forwarded-call probe) and the shared library
+    launch_loop (the C floor of bench/launch_cost.py).  Skips the others
+    with why."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     labels = {"c_direct": ops.CONTENDER["c_direct"].label,
               "c_cuabi": ops.CONTENDER["c_cuabi"].label,
-              "forward_cost": "bench/c/forward_cost.c"}
+              "forward_cost": "bench/c/forward_cost.c",
+              "launch_loop": "bench/c/launch_loop.c"}
     if cc is None:
         for label in labels.values():
             setup.skip(label, "no C compiler (cc) found")
@@ -157,7 +163,8 @@ def build_c(setup):
     with_cuabi = [lib, "-Wl,-rpath," + os.path.dirname(lib), "-ldl"]
     programs = {"c_direct": ("bench_driver.c", ["-DBENCH_DIRECT"], ["-ldl"]),
                 "c_cuabi": ("bench_driver.c", [], with_cuabi),
-                "forward_cost": ("forward_cost.c", [], with_cuabi)}
+                "forward_cost": ("forward_cost.c", [], with_cuabi),
+                "launch_loop": ("launch_loop.c", ["-shared", "-fPIC"], [])}
     built = {}
     for name, (source, defines, libs) in programs.items():
         source = os.path.join(BENCH, "c", source)
@@ -322,6 +329,60 @@ def forward_cost(setup, binaries, gpu):
         if "skipped" in out.get(key, {}):
             setup.skip(what, out[key]["skipped"])
     return out
+
+
+# ---------------------------------------------------------------- 6. launch
+
+LAUNCH_VARIANTS = ("C floor", "cuabi.launch", "Kernel.launch")
+
+
+def launch_cost(setup, binaries, gpu, contenders, rounds):
+    """cuabi's launch overhead measured in one process against the C floor,
+    interleaved (bench/launch_cost.py), once per cuabi contender.  Per
+    contender and kernel arity: each variant's ns per launch over the rounds,
+    and its per-round difference to the floor; or {"skipped": why}."""
+    out = {}
+    script = os.path.join(BENCH, "launch_cost.py")
+    loop = binaries.get("launch_loop")
+    for c in contenders:
+        if c.module != "py_cuabi":
+            continue
+        if not gpu:
+            out[c.name] = {"skipped": "no GPU"}
+        elif loop is None:
+            out[c.name] = {"skipped": "bench/c/launch_loop.c could not be built"}
+        elif setup.left() < 30:
+            out[c.name] = {"skipped": f"--time-limit of {setup.args.time_limit:g} s reached"}
+        else:
+            out[c.name] = launch_cost_once(setup, c, loop, rounds)
+        if "skipped" in out[c.name]:
+            setup.skip(f"launch overhead in one process, {c.label}", out[c.name]["skipped"])
+    return out
+
+
+def launch_cost_once(setup, contender, loop, rounds):
+    try:
+        proc = subprocess.run([setup.python, os.path.join(BENCH, "launch_cost.py"), loop,
+                               setup.kernels, str(rounds)],
+                              capture_output=True, text=True, cwd=BENCH,
+                              env=setup.child_env(contender), timeout=max(30, setup.left()))
+    except subprocess.TimeoutExpired:
+        return {"skipped": "bench/launch_cost.py ran past the time limit"}
+    with open(os.path.join(setup.out, "logs", f"launch_cost-{contender.name}.log"), "w") as f:
+        f.write(proc.stdout + proc.stderr)
+    try:
+        raw = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        return {"skipped": "bench/launch_cost.py failed: " + why[:300]}
+    result = {"backend": raw["backend"], "rounds": raw["rounds"], "arities": {}}
+    for arity, variants in raw["arities"].items():
+        floor = variants["C floor"]
+        result["arities"][arity] = {
+            name: dict(summarize(samples), samples=samples,
+                       over_floor=summarize([a - b for a, b in zip(samples, floor)]))
+            for name, samples in variants.items()}
+    return result
 
 
 # ---------------------------------------------------------------- 4. startup
@@ -609,12 +670,24 @@ def machine_info(setup, gpu):
     if gpu:
         info["gpu"] = gpu.get("device")
         info["driver_version"] = gpu.get("driver_version")
-    try:
-        info["cuabi_commit"] = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
-                                              capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
+    info["cuabi_commit"] = source_commit()
     return info
+
+
+def source_commit():
+    """The commit measured: CUABI_BENCH_COMMIT where the caller knows better
+    than this tree's git (a copy of a checkout made elsewhere), else HEAD,
+    marked when tracked files differ from it."""
+    if os.environ.get("CUABI_BENCH_COMMIT"):
+        return os.environ["CUABI_BENCH_COMMIT"]
+    try:
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return None
+    return head + (" with uncommitted changes" if head and changed else "") or None
 
 
 def cpu_model():
@@ -753,6 +826,9 @@ def main(argv):
     else:
         worker_info = {}
 
+    log("launch overhead: cuabi and the C floor in one process, interleaved")
+    launches = launch_cost(setup, binaries, gpu, runnable, 40 if not args.quick else 3)
+
     results = {
         "schema": SCHEMA,
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -766,6 +842,7 @@ def main(argv):
         "startup": startup,
         "ops": steady,
         "forwarded_call": forwarded,
+        "launch_cost": launches,
         "skipped": setup.skipped,
         "wall_s": None,
     }

@@ -43,6 +43,17 @@ def startup_entry(import_ms, first_ms=None):
     return e
 
 
+def launch_cost_entry(floor, over, method_over):
+    """bench/launch_cost.py's results, summarised as the runner does."""
+    samples = {"C floor": [floor * f for f in (0.95, 1.0, 1.05)]}
+    samples["cuabi.launch"] = [x + over for x in samples["C floor"]]
+    samples["Kernel.launch"] = [x + method_over for x in samples["C floor"]]
+    per_arity = {name: dict(runner.summarize(xs), samples=xs,
+                            over_floor=runner.summarize([a - b for a, b in zip(xs, samples["C floor"])]))
+                 for name, xs in samples.items()}
+    return {"backend": "x", "rounds": 3, "arities": {"3": per_arity, "16": per_arity}}
+
+
 def synthetic_results():
     """Plausible GPU results: C 8 ns, bindings 126 ns, cuabi faster; one
     target missed on purpose (ctypes launch +0.5 us)."""
@@ -63,7 +74,9 @@ def synthetic_results():
                "forwarded_call": {"callgrind": {"overhead_instructions": 6,
                                                 "forwarded_instructions": 146,
                                                 "direct_instructions": 140},
-                                  "timed": {"overhead_ns": 0.4, "forwarded_ns": 8.4, "direct_ns": 8.0}}}
+                                  "timed": {"overhead_ns": 0.4, "forwarded_ns": 8.4, "direct_ns": 8.0}},
+               "launch_cost": {"cuabi_cffi": launch_cost_entry(2000, 250, 280),
+                               "cuabi_ctypes": launch_cost_entry(2000, 500, 700)}}
     for op in ops.OPERATIONS:
         table = launch if op.group == "launch" else per_call
         if op.nbytes >= ops.BIG:
@@ -88,9 +101,11 @@ def test_targets_are_judged_from_the_numbers():
     assert v["`import cuabi` ≤ 15 ms, cuabi (cffi)"] == "**met**"
     assert v["cuCtxGetCurrent through cuabi.driver ≤ 1× cuda.bindings, cuabi (cffi)"] == "**met**"
     assert v["cuCtxGetCurrent through cuabi.driver ≤ 2.5× cuda.bindings, cuabi (ctypes)"] == "**met**"
-    launch3 = "empty kernel launch, 3 arguments via Kernel/launch ≤ C floor + 0.3 µs, "
+    launch3 = "empty kernel launch, 3 arguments via Kernel/launch ≤ C floor + 0.3 µs, one process, interleaved, "
     assert v[launch3 + "cuabi (cffi)"] == "**met**"          # +250 ns
     assert v[launch3 + "cuabi (ctypes)"] == "**not met**"    # +500 ns
+    separate = "empty kernel launch, 3 arguments, separate processes (the tables below; reported), "
+    assert v[separate + "cuabi (cffi)"] == "reported"
     assert v["forwarded C call ≤ 10 instructions over direct (callgrind, fake driver)"] == "**met**"
 
 
@@ -100,6 +115,18 @@ def test_a_missing_anchor_is_named_not_guessed():
     v = verdicts(results)
     assert v["cuCtxGetCurrent through cuabi.driver ≤ 1× cuda.bindings, cuabi (cffi)"] == \
         "not measured (cuda.bindings not measured)"
+
+
+def test_launch_targets_without_their_measurement_say_why():
+    results = synthetic_results()
+    results["launch_cost"]["cuabi_cffi"] = {"skipped": "bench/c/launch_loop.c could not be built"}
+    del results["launch_cost"]["cuabi_ctypes"]
+    v = verdicts(results)
+    launch16 = "empty kernel launch, 16 arguments via Kernel/launch ≤ C floor + 0.3 µs, one process, interleaved, "
+    assert v[launch16 + "cuabi (cffi)"] == "not measured (bench/c/launch_loop.c could not be built)"
+    assert v[launch16 + "cuabi (ctypes)"] == "not measured (not in this run's results)"
+    md = report.markdown(results, chart=False)
+    assert "## Launch overhead in one process" not in md
 
 
 def test_no_gpu_report_says_so_and_keeps_import_times():
@@ -115,6 +142,7 @@ def test_no_gpu_report_says_so_and_keeps_import_times():
 def test_markdown_has_every_section_and_the_skips():
     md = report.markdown(synthetic_results(), chart=True)
     for heading in ("# Benchmarks", "## Method", "## This run", "## Targets",
+                    "## Launch overhead in one process",
                     "## cuabi against the others", "## Start-up", "## Steady state",
                     "## Skipped", "![benchmark chart](benchmarks.png)"):
         assert heading in md
