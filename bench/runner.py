@@ -333,9 +333,6 @@ def forward_cost(setup, binaries, gpu):
 
 # ---------------------------------------------------------------- 6. launch
 
-LAUNCH_VARIANTS = ("C floor", "cuabi.launch", "Kernel.launch")
-
-
 def launch_cost(setup, binaries, gpu, contenders, rounds):
     """cuabi's launch overhead measured in one process against the C floor,
     interleaved (bench/launch_cost.py), once per cuabi contender.  Per
@@ -349,21 +346,22 @@ def launch_cost(setup, binaries, gpu, contenders, rounds):
             continue
         if not gpu:
             out[c.name] = {"skipped": "no GPU"}
+        elif not os.path.exists(script):
+            out[c.name] = {"skipped": "bench/launch_cost.py is not in this tree"}
         elif loop is None:
             out[c.name] = {"skipped": "bench/c/launch_loop.c could not be built"}
         elif setup.left() < 30:
             out[c.name] = {"skipped": f"--time-limit of {setup.args.time_limit:g} s reached"}
         else:
-            out[c.name] = launch_cost_once(setup, c, loop, rounds)
+            out[c.name] = launch_cost_once(setup, c, script, loop, rounds)
         if "skipped" in out[c.name]:
             setup.skip(f"launch overhead in one process, {c.label}", out[c.name]["skipped"])
     return out
 
 
-def launch_cost_once(setup, contender, loop, rounds):
+def launch_cost_once(setup, contender, script, loop, rounds):
     try:
-        proc = subprocess.run([setup.python, os.path.join(BENCH, "launch_cost.py"), loop,
-                               setup.kernels, str(rounds)],
+        proc = subprocess.run([setup.python, script, loop, setup.kernels, str(rounds)],
                               capture_output=True, text=True, cwd=BENCH,
                               env=setup.child_env(contender), timeout=max(30, setup.left()))
     except subprocess.TimeoutExpired:

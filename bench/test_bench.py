@@ -233,3 +233,29 @@ def test_c_contender_builds_cleanly_and_reports_a_missing_driver(tmp_path):
     proc = subprocess.run([str(binary), "probe"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "no-such-libcuda.so.1" in json.loads(proc.stdout)["error"]
+
+
+BUILD = os.environ.get("CUABI_BUILD_DIR") or os.path.join(REPO, "build")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+@pytest.mark.skipif(not os.path.exists(os.path.join(BUILD, "tests", "libfakecuda.so")),
+                    reason="needs the tests' fake driver (build/tests/libfakecuda.so)")
+def test_launch_cost_runs_against_the_fake_driver(tmp_path):
+    loop = tmp_path / "launch_loop.so"
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                    os.path.join(BENCH, "c", "launch_loop.c"), "-o", str(loop)], check=True)
+    env = dict(os.environ, CUABI_LIBCUDA=os.path.join(BUILD, "tests", "libfakecuda.so"),
+               CUABI_LIBRARY=os.path.join(BUILD, "libcuabi.so.1"), CUABI_PY_BACKEND="ctypes",
+               PYTHONPATH=os.pathsep.join(p for p in (os.path.join(REPO, "python"),
+                                                      os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run([sys.executable, os.path.join(BENCH, "launch_cost.py"), str(loop),
+                           os.path.join(BENCH, "kernels.ptx"), "2"],
+                          capture_output=True, text=True, env=env, cwd=BENCH, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["backend"] == "ctypes" and out["rounds"] == 2
+    for arity in ("3", "16"):
+        variants = out["arities"][arity]
+        assert set(variants) == {"C floor", "cuabi.launch", "Kernel.launch"}
+        assert all(len(xs) == 2 and all(x > 0 for x in xs) for xs in variants.values())
