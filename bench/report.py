@@ -369,7 +369,8 @@ CHART_PANELS = [
     ("Trivial calls and launches (per call, log scale)", "time",
      ["ctx_get_current", "device_get_attribute", "event_query", "stream_query",
       "event_create_destroy", "launch_0", "launch_3", "launch_16"]),
-    ("Launch cost over the C floor (ns; dashed: cuabi's 0.3 µs bound)", "delta",
+    ("Launch cost over the C floor, separate processes (ns; dashed: the 0.3 µs bound, "
+     "judged in one process: see the tables)", "delta",
      ["launch_0", "launch_3", "launch_16"]),
     ("Graphs, small copies, allocation (log scale)", "time",
      ["graph_instantiate", "graph_launch", "h2d_4k_pinned", "d2h_4k_pinned",
