@@ -302,15 +302,19 @@ static PyObject *slot_or_attr(PyObject *obj, PyObject *type, Py_ssize_t offset, 
 static Py_ssize_t slot_offset(PyObject *type, const char *name)
 {
     PyObject *d = PyObject_GetAttrString(type, name);
-    if (d == NULL)
-        return -1;
     Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
-        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-        if (m->type == Py_T_OBJECT_EX)
-            offset = m->offset;
+    if (d == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+    } else {
+        if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+            if (m->type == Py_T_OBJECT_EX)
+                offset = m->offset;
+        }
+        Py_DECREF(d);
     }
-    Py_DECREF(d);
     if (offset < 0)
         PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ attribute", type, name);
     return offset;
@@ -725,16 +729,15 @@ bad:
 }
 
 /* configure_launch(Stream, stream_handle, Kernel, ClosedError, Resource,
- * memory_types): what the module-level launch() needs; once per process
- * (later calls change nothing). */
+ * memory_types): what the module-level launch() needs.  The arguments are
+ * checked on every call; only the first call's are kept. */
 static PyObject *configure_launch(PyObject *module, PyObject *args)
 {
     (void)module;
     PyObject *st, *sh, *kt, *ce, *rt, *mt;
-    if (!PyArg_ParseTuple(args, "OOOOOO!:configure_launch", &st, &sh, &kt, &ce, &rt, &PyTuple_Type, &mt))
+    if (!PyArg_ParseTuple(args, "O!OO!OO!O!:configure_launch", &PyType_Type, &st, &sh, &PyType_Type,
+                          &kt, &ce, &PyType_Type, &rt, &PyTuple_Type, &mt))
         return NULL;
-    if (known.stream_type != NULL)
-        Py_RETURN_NONE;
     Py_ssize_t resource_h = slot_offset(rt, "_h");
     Py_ssize_t kernel_h = resource_h < 0 ? -1 : slot_offset(kt, "_h");
     Py_ssize_t kernel_go = kernel_h < 0 ? -1 : slot_offset(kt, "_go");
@@ -751,6 +754,8 @@ static PyObject *configure_launch(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "configure_launch: Stream must be a Resource subclass");
         return NULL;
     }
+    if (known.stream_type != NULL)
+        Py_RETURN_NONE;
     Py_INCREF(st);
     known.stream_type = st;
     Py_INCREF(sh);

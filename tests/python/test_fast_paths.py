@@ -97,6 +97,30 @@ def test_kernel_launch_arguments(store):
     cuabi.Stream.legacy().sync()
 
 
+def test_launch_needs_stream_config_and_kernel(store):
+    with pytest.raises(TypeError):
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1))
+
+
+def test_configure_launch_refuses_classes_it_cannot_read():
+    if not EXPECT_SPEEDUPS:
+        pytest.skip("set CUABI_TEST_EXPECT_SPEEDUPS=1 when the speedups module is built")
+    from cuabi import _cuabi_speedups as sp
+    from cuabi._core import Resource, stream_handle
+
+    class NoSlots:
+        pass
+
+    good = (cuabi.Stream, stream_handle, cuabi.Kernel, ClosedError, Resource, (cuabi.DeviceBuffer,))
+    sp.configure_launch(*good)  # already configured: accepted, changes nothing
+    with pytest.raises(TypeError, match="is not a __slots__ attribute"):
+        sp.configure_launch(cuabi.Stream, stream_handle, NoSlots, ClosedError, Resource, ())
+    with pytest.raises(TypeError, match="memory_types must be Resource subclasses"):
+        sp.configure_launch(*good[:5], (bytes,))
+    with pytest.raises(TypeError, match="Stream must be a Resource subclass"):
+        sp.configure_launch(cuabi.Kernel, *good[1:])
+
+
 def test_struct_arguments_must_have_their_exact_size(store):
     k = store.get_kernel("store_mixed", [(1, 1), (8, 8), "H", "i", "p"])
     out = cuabi.DeviceBuffer(32)
