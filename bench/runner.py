@@ -187,7 +187,7 @@ def build_c(setup):
 def stage_python_package(setup):
     """The cuabi package the Python contenders import: a copy of python/cuabi
     in build/bench/python, with cuabi's cffi modules built there by
-    python/build_ext.py (the compiled API-mode one where a compiler allows),
+    python/build_modules.py (the compiled API-mode one where a compiler allows),
     so bench/run never writes into the source tree and always measures the
     current sources.  Returns a line for the report."""
     source = os.path.join(REPO, "python", "cuabi")
@@ -200,26 +200,26 @@ def stage_python_package(setup):
     shutil.copytree(source, package, ignore=shutil.ignore_patterns(
         "libcuabi.so*", "_cuabi_cffi*", "_cuabi_speedups*", "__pycache__"))
     setup.use_package_root(root)
-    script = os.path.join(REPO, "python", "build_ext.py")
+    script = os.path.join(REPO, "python", "build_modules.py")
     if not os.path.exists(script):
-        return "cffi backend: python/build_ext.py is not in this tree"
+        return "cffi backend: python/build_modules.py is not in this tree"
     if subprocess.run([setup.python, "-c", "import cffi"], capture_output=True,
                       env=setup.env).returncode != 0:
         return "cffi backend: cffi is not importable here"
     proc = subprocess.run([setup.python, script, "--compiled", "--outdir", package],
                           capture_output=True, text=True, env=setup.env, timeout=300)
-    with open(os.path.join(setup.out, "logs", "build_ext.log"), "w") as f:
+    with open(os.path.join(setup.out, "logs", "build_modules.log"), "w") as f:
         f.write(proc.stdout + proc.stderr)
     if proc.returncode == 0:
         speedups = any(n.startswith("_cuabi_speedups") for n in os.listdir(package))
-        return ("cffi backend: compiled API mode%s (python/build_ext.py --compiled)"
+        return ("cffi backend: compiled API mode%s (python/build_modules.py --compiled)"
                 % (" with the speedups module" if speedups else ""))
     if os.path.exists(os.path.join(package, "_cuabi_cffi.py")):
         setup.skip("cuabi's compiled cffi module",
-                   "python/build_ext.py --compiled failed (logs/build_ext.log); "
+                   "python/build_modules.py --compiled failed (logs/build_modules.log); "
                    "cffi runs in ABI mode")
         return "cffi backend: ABI mode (the compiled module failed to build)"
-    setup.skip("cuabi's cffi modules", "python/build_ext.py failed (logs/build_ext.log)")
+    setup.skip("cuabi's cffi modules", "python/build_modules.py failed (logs/build_modules.log)")
     return None
 
 

@@ -1,7 +1,7 @@
 """The cffi backend.
 
 The C declarations were turned into cffi's compact type tables when the package
-was built (``python/build_ext.py``): ``_cuabi_cffi`` is the out-of-line ABI-mode
+was built (``python/build_modules.py``): ``_cuabi_cffi`` is the out-of-line ABI-mode
 module, and ``_cuabi_cffi_api`` the compiled API-mode module where the build
 made one.  Importing either parses no C.
 
@@ -35,7 +35,7 @@ except ImportError:
     except ImportError as exc:
         raise ImportError(
             "the cffi backend module cuabi._cuabi_cffi was not built "
-            "(run `python python/build_ext.py` in a source tree, or install the wheel): %s"
+            "(run `python python/build_modules.py` in a source tree, or install the wheel): %s"
             % exc
         ) from exc
     _KIND = "cffi"

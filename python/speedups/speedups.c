@@ -1,7 +1,7 @@
 /*
  * cuabi._cuabi_speedups - compiled fast paths for CPython.
  *
- * Built by `python/build_ext.py --compiled` next to cffi's compiled module and
+ * Built by `python/build_modules.py --compiled` next to cffi's compiled module and
  * used by the cffi backend when present; every backend works without it.  It
  * does two things that cffi cannot do cheaply:
  *
@@ -9,7 +9,7 @@
  *     python/cdef/fast_getters.txt) become METH_FASTCALL functions that convert
  *     their arguments, call libcuabi and return the output, raising the same
  *     cuabi.CUDAError as the Python wrappers on failure.  Their bodies are
- *     generated (getters.h, written by build_ext.py at build time); the pure
+ *     generated (getters.h, written by build_modules.py at build time); the pure
  *     getters of cuabi._sig.GIL_HELD run without releasing the GIL, the others
  *     release it around the call.
  *  2. Launches.  A Launcher packs a kernel's arguments, per its parameter

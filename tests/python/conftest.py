@@ -69,12 +69,12 @@ if os.environ.get("CUABI_TEST_INSTALLED") != "1":
         import cffi  # noqa: F401
 
         sys.path.insert(0, PYDIR)
-        import build_ext
+        import build_modules
 
         target = os.path.join(PYDIR, "cuabi", "_cuabi_cffi.py")
-        src = [os.path.join(PYDIR, "cdef", "driver.h"), os.path.join(PYDIR, "build_ext.py")]
+        src = [os.path.join(PYDIR, "cdef", "driver.h"), os.path.join(PYDIR, "build_modules.py")]
         if not os.path.exists(target) or os.path.getmtime(target) < max(map(os.path.getmtime, src)):
-            build_ext.build_abi(os.path.join(PYDIR, "cuabi"))
+            build_modules.build_abi(os.path.join(PYDIR, "cuabi"))
     except ImportError:
         pass
 

@@ -16,7 +16,7 @@ from cuabi import errors
 
 
 def test_generated_files_are_current():
-    p = subprocess.run([sys.executable, os.path.join(PYDIR, "gen_driver_py.py"), "--check"],
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_python.py"), "--check"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 

@@ -1,6 +1,6 @@
 """The fast paths: kernel argument packing for every parameter code, and the
 one-output getters.  Every backend runs these; with the compiled speedups
-module (python/build_ext.py --compiled) they check that its C launcher and C
+module (python/build_modules.py --compiled) they check that its C launcher and C
 getters behave exactly like the Python ones.  ``CUABI_TEST_EXPECT_SPEEDUPS=1``
 (set by ./test for that pass) makes sure the C versions are really in use."""
 

@@ -44,9 +44,9 @@ def test_version_matches_packaging():
         text = f.read()
     assert re.search(r'^version = "%s"$' % re.escape(cuabi.__version__), text, re.M)
     sys.path.insert(0, PYDIR)
-    import cuabi_build
+    import build_backend
 
-    assert cuabi_build.VERSION == cuabi.__version__
+    assert build_backend.VERSION == cuabi.__version__
     assert cuabi.library_version() == tuple(int(x) for x in cuabi.__version__.split("."))
 
 

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("CUABI_TEST_INSTALLED") == "1",
 def wheel(tmp_path_factory):
     pytest.importorskip("cffi")
     out = tmp_path_factory.mktemp("wheel")
-    code = ("import sys; sys.path.insert(0, %r); import cuabi_build; "
-            "print(cuabi_build.build_wheel(%r))" % (PYDIR, str(out)))
+    code = ("import sys; sys.path.insert(0, %r); import build_backend; "
+            "print(build_backend.build_wheel(%r))" % (PYDIR, str(out)))
     env = dict(os.environ, CUABI_PREBUILT_LIBRARY=LIBCUABI)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
@@ -67,8 +67,8 @@ def test_installed_wheel_works_without_the_source_tree(wheel, tmp_path):
 
 
 def test_sdist(tmp_path):
-    code = ("import sys; sys.path.insert(0, %r); import cuabi_build; "
-            "print(cuabi_build.build_sdist(%r))" % (PYDIR, str(tmp_path)))
+    code = ("import sys; sys.path.insert(0, %r); import build_backend; "
+            "print(build_backend.build_sdist(%r))" % (PYDIR, str(tmp_path)))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     import tarfile
@@ -76,22 +76,22 @@ def test_sdist(tmp_path):
     with tarfile.open(tmp_path / p.stdout.strip().splitlines()[-1]) as tf:
         names = tf.getnames()
     assert "cuabi-1.0.0/pyproject.toml" in names
-    assert "cuabi-1.0.0/python/cuabi_build.py" in names
+    assert "cuabi-1.0.0/python/build_backend.py" in names
     assert any(n.startswith("cuabi-1.0.0/lib/") for n in names)
     assert not any("__pycache__" in n or n.endswith("libcuabi.so.1") for n in names)
 
 
 def test_build_requirements_and_metadata():
     sys.path.insert(0, PYDIR)
-    import cuabi_build
+    import build_backend
 
-    reqs = cuabi_build.get_requires_for_build_wheel()
+    reqs = build_backend.get_requires_for_build_wheel()
     assert reqs[0].startswith("cffi")
-    meta = cuabi_build._metadata()
+    meta = build_backend._metadata()
     assert "Name: cuabi" in meta and "Version: 1.0.0" in meta
     with pytest.raises(RuntimeError):
         os.environ["CUABI_PREBUILT_LIBRARY"] = "relative/lib.so"
         try:
-            cuabi_build.build_library(str(ROOT))
+            build_backend.build_library(str(ROOT))
         finally:
             del os.environ["CUABI_PREBUILT_LIBRARY"]

@@ -44,7 +44,7 @@ _BUILD_PRODUCTS = ("libcuabi.so", "_cuabi_cffi", "_cuabi_speedups")
 
 
 def _log(msg):
-    print("cuabi_build: " + msg, file=sys.stderr)
+    print("build_backend: " + msg, file=sys.stderr)
     sys.stderr.flush()
 
 
@@ -131,7 +131,7 @@ prepare_metadata_for_build_editable = prepare_metadata_for_build_wheel
 
 
 def _wheel_file(tag):
-    return ("Wheel-Version: 1.0\nGenerator: cuabi_build %s\nRoot-Is-Purelib: false\nTag: %s\n"
+    return ("Wheel-Version: 1.0\nGenerator: build_backend %s\nRoot-Is-Purelib: false\nTag: %s\n"
             % (VERSION, tag))
 
 
@@ -185,15 +185,15 @@ def _stage(workdir, compiled):
     """Everything that goes under cuabi/ in the wheel: [(arcname, path)]."""
     sys.path.insert(0, HERE)
     try:
-        import build_ext
+        import build_modules
     finally:
         sys.path.remove(HERE)
     gen = os.path.join(workdir, "gen")
     os.makedirs(gen, exist_ok=True)
     files = _package_files()
-    files.append(("cuabi/_cuabi_cffi.py", build_ext.build_abi(gen)))
+    files.append(("cuabi/_cuabi_cffi.py", build_modules.build_abi(gen)))
     if compiled:
-        for built in (build_ext.build_compiled(gen), build_ext.build_speedups(gen)):
+        for built in (build_modules.build_compiled(gen), build_modules.build_speedups(gen)):
             files.append(("cuabi/" + os.path.basename(built), built))
     files.append(("cuabi/libcuabi.so.1", build_library(workdir)))
     return files
@@ -253,8 +253,9 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
 
 
 _SDIST_PATHS = ("pyproject.toml", "CMakeLists.txt", "cmake", "abi.map", "include", "lib", "loader",
-                "python/cuabi", "python/cdef", "python/speedups", "python/build_ext.py", "python/gen_driver_py.py",
-                "python/cuabi_build.py", "cuabi.pc.in", "README.md", "LICENSE", "docs/python.md")
+                "python/cuabi", "python/cdef", "python/speedups", "python/build_modules.py",
+                "tools/gen_python.py",
+                "python/build_backend.py", "cuabi.pc.in", "README.md", "LICENSE", "docs/python.md")
 
 
 def build_sdist(sdist_directory, config_settings=None):
