@@ -44,6 +44,7 @@
 extern "C" {
 #endif
 
+#include "cuabi/result_codes.h"
 #include "cuabi/driver_types.h"
 #include "cuabi/driver_functions.h"
 
@@ -57,31 +58,11 @@ extern "C" {
     CUABI_MAKE_VERSION(CUABI_VERSION_MAJOR, CUABI_VERSION_MINOR, CUABI_VERSION_PATCH)
 
 /*
- * cuabi's own result codes.  They are CUresult values in the range
- * 100000..100999, which CUDA does not use, so they can come back from any
- * cuabi_cuXxx call as well as from the own API.  Frozen: a code never
- * changes value or meaning; new ones are only appended.
+ * cuabi's own result codes are enumerators of CUresult (CUABI_ERROR_DRIVER_NOT_FOUND,
+ * CUABI_ERROR_ENTRY_POINT_NOT_FOUND, ...), in the range 100001..100999 that CUDA does not
+ * use, so they can come back from any cuabi_cuXxx call as well as from the own API.
+ * cuabi/result_codes.h lists them, each with what it means and what to do about it.
  */
-#define CUABI_ERROR_BASE                  ((CUresult)100000)
-/* No libcuda.so.1 could be opened (see cuabi_driver_report()). */
-#define CUABI_ERROR_DRIVER_NOT_FOUND      ((CUresult)100001)
-/* The only libcuda found is the CUDA toolkit's link-time stub. */
-#define CUABI_ERROR_DRIVER_STUB           ((CUresult)100002)
-/* A library was opened but it is not a usable driver: it lacks
- * cuGetProcAddress_v2 (a driver older than CUDA 12.0, or not a driver). */
-#define CUABI_ERROR_DRIVER_UNUSABLE       ((CUresult)100003)
-/* The loaded driver does not provide this entry point. */
-#define CUABI_ERROR_ENTRY_POINT_NOT_FOUND ((CUresult)100004)
-/* The driver knows the entry point, but only for a newer CUDA version than
- * the one asked for (the driver is too old for this ABI version). */
-#define CUABI_ERROR_DRIVER_TOO_OLD        ((CUresult)100005)
-/* CUABI_LIBCUDA is not an absolute path, or CUABI_PER_THREAD_DEFAULT_STREAM
- * is neither "0" nor "1". */
-#define CUABI_ERROR_BAD_ENVIRONMENT       ((CUresult)100006)
-/* cuabi_call(): the signature string is malformed. */
-#define CUABI_ERROR_BAD_SIGNATURE         ((CUresult)100007)
-/* A load-time setting was asked to change after the driver was loaded. */
-#define CUABI_ERROR_ALREADY_LOADED        ((CUresult)100008)
 
 /* Default stream modes for cuabi_set_default_stream_mode(). */
 #define CUABI_DEFAULT_STREAM_LEGACY     0

@@ -69,39 +69,16 @@ static void append_advice(cuabi_text *report, CUresult status, int named_path)
         return;
     cuabi_text_append(report, "no usable CUDA driver: %s (%d): %s\n", cuabi_error_name(status),
                       (int)status, cuabi_error_string(status));
-    switch ((int)status) {
-    case (int)CUABI_ERROR_BAD_ENVIRONMENT:
-        cuabi_text_append(report,
-                          "what to do: fix or unset the environment variable named above "
-                          "(CUABI_LIBCUDA must be an absolute path such as "
-                          "/usr/lib/x86_64-linux-gnu/libcuda.so.1; "
-                          "CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1)\n");
-        break;
-    case (int)CUABI_ERROR_DRIVER_STUB:
-        cuabi_text_append(report,
-                          "what to do: the toolkit's stubs/libcuda.so only serves linking; "
-                          "install the NVIDIA driver, or set "
-                          "CUABI_LIBCUDA=/abs/path/libcuda.so.1 to the real driver\n");
-        break;
-    case (int)CUABI_ERROR_DRIVER_UNUSABLE:
-        cuabi_text_append(report,
-                          "what to do: install an NVIDIA driver for CUDA 12.0 or newer, or set "
-                          "CUABI_LIBCUDA=/abs/path/libcuda.so.1 to one\n");
-        break;
-    default:
-        if (named_path) {
-            cuabi_text_append(report,
-                              "what to do: check the path named above (it must be the NVIDIA "
-                              "driver's libcuda.so.1), or unset CUABI_LIBCUDA to let cuabi "
-                              "search the usual places\n");
-            break;
-        }
-        cuabi_text_append(report,
-                          "what to do: install the NVIDIA driver (it provides libcuda.so.1), "
-                          "or, if it is installed somewhere unusual, set "
-                          "CUABI_LIBCUDA=/abs/path/libcuda.so.1\n");
-        break;
+    /* A driver named by the user that could not be opened: the path is what to check. */
+    if (named_path && status == CUABI_ERROR_DRIVER_NOT_FOUND) {
+        cuabi_text_append(report, "what to do: check the path named above (it must be the NVIDIA "
+                                  "driver's libcuda.so.1), or unset CUABI_LIBCUDA to let cuabi "
+                                  "search the usual places\n");
+        return;
     }
+    const char *advice = cuabi__error_advice(status);
+    if (advice != NULL)
+        cuabi_text_append(report, "what to do: %s\n", advice);
 }
 
 /* Runs the load if nobody has; the caller holds the lock. */

@@ -19,30 +19,30 @@ typedef struct code_text {
 
 #define CODE(c, text) { c, #c, text }
 
+/* cuabi's own codes, from the one list in cuabi/result_codes.h. */
 static const code_text own_codes[] = {
-    CODE(CUABI_ERROR_DRIVER_NOT_FOUND,
-         "no CUDA driver (libcuda.so.1) could be opened; see cuabi_driver_report()"),
-    CODE(CUABI_ERROR_DRIVER_STUB,
-         "only the CUDA toolkit's stub libcuda was found; it is for linking and cannot run "
-         "anything"),
-    CODE(CUABI_ERROR_DRIVER_UNUSABLE,
-         "a libcuda was opened but has no cuGetProcAddress_v2: the driver is older than "
-         "CUDA 12.0, or the library is not a CUDA driver"),
-    CODE(CUABI_ERROR_ENTRY_POINT_NOT_FOUND, "the loaded CUDA driver does not provide this "
-                                            "entry point"),
-    CODE(CUABI_ERROR_DRIVER_TOO_OLD, "the loaded CUDA driver provides this entry point only "
-                                     "for a newer CUDA version; update the driver"),
-    CODE(CUABI_ERROR_BAD_ENVIRONMENT,
-         "a cuabi environment variable has an invalid value (CUABI_LIBCUDA must be an "
-         "absolute path, CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1); see "
-         "cuabi_driver_report()"),
-    CODE(CUABI_ERROR_BAD_SIGNATURE,
-         "the signature string given to cuabi_call is malformed (letters i I q Q z p f d, "
-         "at most 32)"),
-    CODE(CUABI_ERROR_ALREADY_LOADED,
-         "the driver is already loaded; a different driver path or default stream mode can "
-         "no longer be chosen"),
+#define OWN_CODE(name, value, kind, text, advice) { CUABI_ERROR_##name, "CUABI_ERROR_" #name, text },
+    CUABI_RESULT_CODE_MAP(OWN_CODE)
+#undef OWN_CODE
 };
+
+/* What to do about each of them, from the same list. */
+static const struct {
+    CUresult code;
+    const char *advice;
+} own_advice[] = {
+#define OWN_ADVICE(name, value, kind, text, advice) { CUABI_ERROR_##name, advice },
+    CUABI_RESULT_CODE_MAP(OWN_ADVICE)
+#undef OWN_ADVICE
+};
+
+const char *cuabi__error_advice(CUresult code)
+{
+    for (size_t i = 0; i < sizeof own_advice / sizeof own_advice[0]; i++)
+        if (own_advice[i].code == code)
+            return own_advice[i].advice;
+    return NULL;
+}
 
 /* CUDA 13.0's result codes, described in cuabi's words. */
 static const code_text cuda_codes[] = {

@@ -73,6 +73,9 @@ CUABI_INTERNAL int cuabi__load_finished(void);
  * load. */
 CUABI_INTERNAL cuabi_get_proc_address_fn cuabi__driver_get_proc(void);
 
+/* lib/errors.c: what to do about one of cuabi's own codes (cuabi/result_codes.h), or NULL. */
+CUABI_INTERNAL const char *cuabi__error_advice(CUresult code);
+
 /* lib/cuabi.c: the library's one lock (load, stream mode, cuabi_call cache
  * inserts).  Safe across fork(): see docs/abi.md. */
 CUABI_INTERNAL void cuabi__lock(void);

@@ -24,6 +24,7 @@ Needs: a C preprocessor (cc -E) and pycparser.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
 import os
@@ -53,13 +54,22 @@ EXPECTED_CUDA_VERSION = 13000
 RENAME_MACRO = re.compile(r"^\s*#\s*define\s+(cu[A-Z]\w*)\s+(__CUDA_API_PT[DS][SZ]\(\s*\w+\s*\)|cu\w+)\s*$")
 PFN_NAME = re.compile(r"^PFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?$")
 DEFINE_LINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)(\(?)")
+# `#ifndef NAME` directly followed by `#define NAME`: a guard that lets another header declare
+# the same thing first (cuda.h and the runtime's driver_types.h share CUuuid this way).
+GUARD_OPEN = re.compile(r"^\s*#\s*ifndef\s+(\w+)\s*$")
+
+# cuabi's own result codes: the one list (an X-macro), read with the preprocessor.
+RESULT_CODES_HEADER = REPO / "include" / "cuabi" / "result_codes.h"
+
+# Version of driver_api.json's layout; raised whenever a key changes meaning or goes away.
+JSON_FORMAT_VERSION = 2
 
 FAKE_STDINT = """typedef signed char int8_t; typedef unsigned char uint8_t;
 typedef short int16_t; typedef unsigned short uint16_t;
 typedef int int32_t; typedef unsigned int uint32_t;
 typedef long long int64_t; typedef unsigned long long uint64_t;
 """
-FAKE_STDLIB = "typedef unsigned long size_t;\n"
+FAKE_STDLIB = "#ifndef FAKE_SIZE_T\n#define FAKE_SIZE_T\ntypedef unsigned long size_t;\n#endif\n"
 
 # Types that the generated headers take from the C library instead of declaring.
 LIBC_TYPES = {"int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
@@ -129,6 +139,7 @@ def preprocess(src_dir: Path, text: str, defines: list[str]) -> str:
         tmpdir = Path(tmp)
         (tmpdir / "stdint.h").write_text(FAKE_STDINT)
         (tmpdir / "stdlib.h").write_text(FAKE_STDLIB)
+        (tmpdir / "stddef.h").write_text(FAKE_STDLIB)
         (tmpdir / "probe.h").write_text(text)
         cmd = [os.environ.get("CC", "cc"), "-E", "-std=c11", "-nostdinc", "-I", str(src_dir),
                "-I", str(tmpdir), "-D__attribute__(x)=", *defines, str(tmpdir / "probe.h")]
@@ -196,6 +207,59 @@ def header_defines(cuda_include: Path) -> list[str]:
     return names
 
 
+def header_guards(cuda_include: Path) -> list[tuple[str, int, int]]:
+    """(macro, first line, last line) of each `#ifndef X` + `#define X` block inside cuda.h.
+
+    The file's own include guard is left out. Declarations inside such a block are written
+    inside the same guard, so that a header that declared them first (the runtime's
+    driver_types.h declares CUuuid) and cuabi's headers can be included in either order."""
+    lines = (cuda_include / "cuda.h").read_text().splitlines()
+    guards, stack = [], []
+    for number, line in enumerate(lines, start=1):
+        directive = line.strip()
+        if re.match(r"#\s*if", directive):
+            m = GUARD_OPEN.match(line)
+            follows = lines[number].strip() if number < len(lines) else ""
+            is_guard = bool(m) and re.fullmatch(r"#\s*define\s+" + m.group(1), follows) is not None
+            stack.append((m.group(1), number) if is_guard else None)
+        elif re.match(r"#\s*endif", directive):
+            opened = stack.pop()
+            if opened is not None and opened[0] != "__cuda_cuda_h__":
+                guards.append((opened[0], opened[1], number))
+    if stack:
+        raise GeneratorError("cuda.h: unbalanced #if/#endif")
+    return guards
+
+
+def read_result_codes() -> list[dict]:
+    """cuabi's own result codes, from the X-macro in include/cuabi/result_codes.h."""
+    probe = ('#include "result_codes.h"\n'
+             "#define CUABI__ROW(name, value, kind, text, advice) "
+             "@@ROW name value kind @@TEXT text @@ADVICE advice\n"
+             "CUABI_RESULT_CODE_MAP(CUABI__ROW)\n")
+    out = preprocess(RESULT_CODES_HEADER.parent, probe, [])
+    literal = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+    def text_of(chunk: str) -> str:
+        return "".join(ast.literal_eval(part) for part in literal.findall(chunk))
+
+    codes = []
+    for row in out.split("@@ROW")[1:]:
+        head, rest = row.split("@@TEXT", 1)
+        text, advice = rest.split("@@ADVICE", 1)
+        name, value, kind = head.split()
+        codes.append({"name": "CUABI_ERROR_" + name, "value": int(value), "kind": kind.lower(),
+                      "text": text_of(text), "advice": text_of(advice)})
+    if not codes:
+        raise GeneratorError(f"{RESULT_CODES_HEADER} lists no result code")
+    values = [c["value"] for c in codes]
+    if values != sorted(set(values)) or values[0] <= 100000 or values[-1] > 100999:
+        raise GeneratorError("cuabi's result codes must be distinct, ascending, in 100001..100999")
+    if {c["kind"] for c in codes} - {"load", "lookup", "usage"}:
+        raise GeneratorError("a result code's KIND must be LOAD, LOOKUP or USAGE")
+    return codes
+
+
 # --------------------------------------------------------------------------------------
 # Types
 
@@ -228,38 +292,19 @@ class EntryPoint:
         return "".join(p.code for p in self.params)
 
 
-class Headers:
-    """The parsed declarations and what the generator derives from them."""
+class Declarations:
+    """The typedefs of one parsed translation unit, and what can be said of a declared type."""
 
-    def __init__(self, cuda_include: Path):
-        self.cuda_include = cuda_include
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
-            prepared_headers(cuda_include, work)
-            text = preprocess(work, "#include <cuda.h>\n#include <cudaProfiler.h>\n"
-                              "#include <cudaTypedefs.h>\n#include <cudaProfilerTypedefs.h>\n", [])
+    def __init__(self, text: str):
         # keep the file of every declaration: line markers name it
         self.ast = pycparser.CParser().parse(text, "cuabi-probe")
         self.gen = c_generator.CGenerator()
-        self.typedefs: dict[str, c_ast.Typedef] = {}
-        self.type_decls: list[c_ast.Node] = []   # in header order, cuda.h + cudaProfiler.h
-        self.functions: list[c_ast.Decl] = []
-        self.pfn: dict[str, list[tuple[int, str, c_ast.Typedef]]] = {}
-        for ext in self.ast.ext:
-            origin = Path(ext.coord.file).name if ext.coord and ext.coord.file else ""
-            if isinstance(ext, c_ast.Typedef):
-                self.typedefs[ext.name] = ext
-                m = PFN_NAME.match(ext.name)
-                if m and origin in ("cudaTypedefs.h", "cudaProfilerTypedefs.h"):
-                    self.pfn.setdefault(m.group(1), []).append(
-                        (int(m.group(2)), m.group(3) or "", ext))
-                    continue
-            if origin not in ("cuda.h", "cudaProfiler.h"):
-                continue
-            if isinstance(ext, c_ast.Decl) and isinstance(ext.type, c_ast.FuncDecl):
-                self.functions.append(ext)
-            else:
-                self.type_decls.append(ext)
+        self.typedefs: dict[str, c_ast.Typedef] = {
+            ext.name: ext for ext in self.ast.ext if isinstance(ext, c_ast.Typedef)}
+        # where struct and union definitions are looked up (find_record)
+        self.type_decls: list[c_ast.Node] = [
+            ext for ext in self.ast.ext
+            if not (isinstance(ext, c_ast.Decl) and isinstance(ext.type, c_ast.FuncDecl))]
 
     # canonical text of a type with every typedef expanded, to compare signatures
     def canonical(self, node: c_ast.Node) -> str:
@@ -360,6 +405,36 @@ class Headers:
 
     def c_decl(self, node: c_ast.Node) -> str:
         return self.gen.visit(node).strip()
+
+
+class Headers(Declarations):
+    """The toolkit's driver headers, parsed, and what the generator derives from them."""
+
+    def __init__(self, cuda_include: Path):
+        self.cuda_include = cuda_include
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            prepared_headers(cuda_include, work)
+            text = preprocess(work, "#include <cuda.h>\n#include <cudaProfiler.h>\n"
+                              "#include <cudaTypedefs.h>\n#include <cudaProfilerTypedefs.h>\n", [])
+        super().__init__(text)
+        self.type_decls: list[c_ast.Node] = []   # in header order, cuda.h + cudaProfiler.h
+        self.functions: list[c_ast.Decl] = []
+        self.pfn: dict[str, list[tuple[int, str, c_ast.Typedef]]] = {}
+        for ext in self.ast.ext:
+            origin = Path(ext.coord.file).name if ext.coord and ext.coord.file else ""
+            if isinstance(ext, c_ast.Typedef):
+                m = PFN_NAME.match(ext.name)
+                if m and origin in ("cudaTypedefs.h", "cudaProfilerTypedefs.h"):
+                    self.pfn.setdefault(m.group(1), []).append(
+                        (int(m.group(2)), m.group(3) or "", ext))
+                    continue
+            if origin not in ("cuda.h", "cudaProfiler.h"):
+                continue
+            if isinstance(ext, c_ast.Decl) and isinstance(ext.type, c_ast.FuncDecl):
+                self.functions.append(ext)
+            else:
+                self.type_decls.append(ext)
 
 
 # --------------------------------------------------------------------------------------
@@ -588,6 +663,193 @@ def find_record(h: Headers, tag: str):
 
 
 # --------------------------------------------------------------------------------------
+# Record layouts (sizes and offsets of structs and unions on 64-bit Linux)
+
+SCALAR_SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
+                "int": 4, "unsigned int": 4, "unsigned": 4, "long": 8, "unsigned long": 8,
+                "long long": 8, "long long int": 8, "unsigned long long": 8,
+                "unsigned long long int": 8, "float": 4, "double": 8}
+
+
+def align_up(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+class RecordLayouts:
+    """Sizes, alignments and field offsets of every struct and union, as an LP64 compiler lays
+    them out. tests/generated/record_layouts.h lets the compiler confirm each number."""
+
+    def __init__(self, h: Declarations):
+        self.h = h
+        self.records: dict[str, dict] = {}
+
+    def value_layout(self, node: c_ast.Node, where: str) -> tuple[int, int, dict]:
+        """(size, align, description) of a value of the declared type `node`."""
+        t = node.type if isinstance(node, (c_ast.Decl, c_ast.Typename)) else node
+        if isinstance(t, c_ast.ArrayDecl):
+            size, align, desc = self.value_layout(t.type, where)
+            count = self.constant(t.dim, where)
+            if count <= 0:
+                raise GeneratorError(f"{where}: array size {self.h.gen.visit(t.dim)} is not positive")
+            desc = dict(desc, count=desc.get("count", 1) * count)
+            return size * count, align, desc
+        if isinstance(t, c_ast.PtrDecl):
+            return 8, 8, {"code": "p"}
+        while isinstance(t, c_ast.TypeDecl):
+            t = t.type
+        if isinstance(t, (c_ast.Struct, c_ast.Union)):
+            rec = t if t.decls is not None else find_record(self.h, t.name)
+            kind = "union" if isinstance(t, c_ast.Union) else "struct"
+            name = self.record(rec, f"{kind} {t.name}" if t.name else where)
+            r = self.records[name]
+            return r["size"], r["align"], {"code": None, "record": name}
+        if isinstance(t, c_ast.Enum):
+            return 4, 4, {"code": "I"}
+        if isinstance(t, c_ast.IdentifierType):
+            name = " ".join(t.names)
+            if name == "size_t":
+                return 8, 8, {"code": "z"}
+            if name in self.h.typedefs:
+                inner = self.h.typedefs[name].type
+                if isinstance(inner, c_ast.TypeDecl) and \
+                        isinstance(inner.type, (c_ast.Struct, c_ast.Union)):
+                    rec = inner.type if inner.type.decls is not None else \
+                        find_record(self.h, inner.type.name)
+                    self.record(rec, name)
+                    r = self.records[name]
+                    return r["size"], r["align"], {"code": None, "record": name}
+                return self.value_layout(inner, where)
+            if name in SCALAR_SIZES:
+                size = SCALAR_SIZES[name]
+                code = self.h.code_of(c_ast.TypeDecl(None, [], None, t))
+                if name in ("char", "signed char", "unsigned char"):
+                    code = "B"
+                return size, size, {"code": code}
+        raise GeneratorError(f"{where}: no layout for {self.h.gen.visit(node)}")
+
+    def constant(self, node: c_ast.Node, where: str) -> int:
+        """Value of an integer constant expression such as `8 - sizeof(CUlaunchAttributeID)`."""
+        if isinstance(node, c_ast.Constant):
+            return int(node.value.rstrip("uUlL"), 0)
+        if isinstance(node, c_ast.UnaryOp) and node.op == "sizeof":
+            return self.value_layout(node.expr, where)[0]
+        if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+", "~"):
+            value = self.constant(node.expr, where)
+            return {"-": -value, "+": value, "~": ~value}[node.op]
+        if isinstance(node, c_ast.Cast):
+            return self.constant(node.expr, where)
+        if isinstance(node, c_ast.BinaryOp) and node.op in ("+", "-", "*", "/", "<<", ">>", "|", "&"):
+            a, b = self.constant(node.left, where), self.constant(node.right, where)
+            return {"+": a + b, "-": a - b, "*": a * b, "/": a // b, "<<": a << b, ">>": a >> b,
+                    "|": a | b, "&": a & b}[node.op]
+        raise GeneratorError(f"{where}: constant {self.h.gen.visit(node)} not understood")
+
+    def record(self, rec: c_ast.Node, name: str) -> str:
+        """Lays out `rec` under `name` (once) and returns the name."""
+        if name in self.records:
+            return name
+        union = isinstance(rec, c_ast.Union)
+        self.records[name] = {}       # a placeholder: a record cannot contain itself by value
+        fields, offset, size, align = [], 0, 0, 1
+        for member in rec.decls or []:
+            inner = member.type.type if isinstance(member.type, c_ast.TypeDecl) else member.type
+            anonymous = member.name is None and isinstance(inner, (c_ast.Struct, c_ast.Union))
+            where = f"{name}.{member.name or 'anonymous'}"
+            if member.bitsize is not None:
+                raise GeneratorError(f"{where}: bit-fields are not laid out by this generator")
+            if anonymous:
+                m_size, m_align, _ = self.value_layout(member, where)
+                nested = self.records[self.record(inner, where)]
+            else:
+                if isinstance(inner, (c_ast.Struct, c_ast.Union)) and inner.name is None:
+                    self.record(inner, where)             # an unnamed type declared in place
+                    m_size, m_align = self.records[where]["size"], self.records[where]["align"]
+                    desc = {"code": None, "record": where}
+                else:
+                    m_size, m_align, desc = self.value_layout(member, where)
+            for spec in member.align or []:
+                m_align = max(m_align, int(self.h.gen.visit(spec.alignment), 0))
+            start = 0 if union else align_up(offset, m_align)
+            if anonymous:
+                fields += [dict(f, offset=f["offset"] + start) for f in nested["fields"]]
+            else:
+                field = {"name": member.name, "offset": start, "size": m_size,
+                         "type": self.h.c_type(member), "code": desc["code"],
+                         "count": desc.get("count", 1)}
+                if desc.get("record"):
+                    field["record"] = desc["record"]
+                fields.append(field)
+            offset = start + m_size
+            size = max(size, offset)
+            align = max(align, m_align)
+        self.records[name] = {"kind": "union" if union else "struct",
+                              "size": align_up(size, align), "align": align, "fields": fields}
+        return name
+
+
+def record_layouts(h: Headers) -> dict[str, dict]:
+    """Every complete struct and union of the driver API, by each typedef name it has."""
+    layouts = RecordLayouts(h)
+    for name, fields in layout_entries(h):
+        t = h.typedefs[name].type
+        while isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType) and \
+                " ".join(t.type.names) in h.typedefs:
+            t = h.typedefs[" ".join(t.type.names)].type
+        if isinstance(t, c_ast.TypeDecl) and isinstance(t.type, (c_ast.Struct, c_ast.Union)):
+            rec = t.type if t.type.decls is not None else find_record(h, t.type.name)
+            layouts.record(rec, name)
+    return dict(sorted(layouts.records.items()))
+
+
+# --------------------------------------------------------------------------------------
+# The own API (cuabi.h)
+
+
+def own_api_table(types_text: str, functions_text: str, names: list[str]) -> list[dict]:
+    """The own API's functions as include/cuabi.h declares them, in the order of `names`.
+
+    cuabi.h is read with the driver headers this run generates, so the table never describes
+    a stale copy of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        inc = Path(tmp)
+        (inc / "cuabi").mkdir()
+        (inc / "cuabi.h").write_text((REPO / "include" / "cuabi.h").read_text())
+        (inc / "cuabi" / "result_codes.h").write_text(RESULT_CODES_HEADER.read_text())
+        (inc / "cuabi" / "driver_types.h").write_text(types_text)
+        (inc / "cuabi" / "driver_functions.h").write_text(functions_text)
+        text = preprocess(inc, "#include <cuabi.h>\n", ["-D__LP64__=1"])
+    d = Declarations(text)
+    found = {ext.name: ext for ext in d.ast.ext
+             if isinstance(ext, c_ast.Decl) and isinstance(ext.type, c_ast.FuncDecl)
+             and ext.name.startswith("cuabi_") and not re.match(r"cuabi_cu[A-Z]", ext.name)}
+    if sorted(found) != sorted(names):
+        raise GeneratorError("cuabi.h's own functions and lib/own_api.txt differ: "
+                             f"only in cuabi.h {sorted(set(found) - set(names))}, "
+                             f"only in own_api.txt {sorted(set(names) - set(found))}")
+    table = []
+    for name in names:
+        decl = found[name]
+        params = []
+        for i, node in enumerate(decl.type.args.params if decl.type.args else []):
+            if d.canonical(node) == "void":
+                continue
+            param = {"name": node.name or f"arg{i}", "type": d.c_type(node),
+                     "code": d.code_of(node), "direction": "in"}
+            t = node.type
+            if isinstance(t, c_ast.PtrDecl) and "const" not in getattr(t.type, "quals", []):
+                param["direction"] = "out"
+                param["pointee"] = d.gen.visit(d.strip_name(t.type)).strip()
+                param["pointee_code"] = d.code_of(t.type)
+            params.append(param)
+        returns = c_ast.Typename(None, [], None, decl.type.type)
+        table.append({"name": name, "node": "CUABI_1.0",
+                      "returns": {"type": d.gen.visit(decl.type.type).strip(),
+                                  "code": d.code_of(returns)},
+                      "params": params})
+    return table
+
+
+# --------------------------------------------------------------------------------------
 # Writers
 
 
@@ -602,23 +864,54 @@ def cuda_version_text(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}"
 
 
-def write_types(h: Headers, defines: list[tuple[str, str]], ver: str) -> str:
+def own_enumerators(result_codes: list[dict]) -> str:
+    """cuabi's own codes as enumerators of CUresult, for the end of its enum body."""
+    lines = ["  /* cuabi's own result codes, from CUABI_RESULT_CODE_MAP in cuabi/result_codes.h */"]
+    for i, code in enumerate(result_codes):
+        comma = "," if i + 1 < len(result_codes) else ""
+        lines.append(f"  {code['name']} = {code['value']}{comma}")
+    return "\n".join(lines)
+
+
+def write_types(h: Headers, defines: list[tuple[str, str]], guards: list[tuple[str, int, int]],
+                result_codes: list[dict], ver: str) -> str:
     out = [banner("c", ver),
            "/* Every type and constant of the CUDA driver API (cuda.h and cudaProfiler.h),\n"
            " * with CUDA's own names. Included by cuabi.h; not meant to be included alone. */\n",
            "#ifndef CUABI_DRIVER_TYPES_H\n#define CUABI_DRIVER_TYPES_H\n\n",
            "#include <stddef.h>\n#include <stdint.h>\n\n",
-           "#ifdef __cplusplus\n#define CUABI_ALIGNAS(n) alignas(n)\n#else\n"
-           "#define CUABI_ALIGNAS(n) _Alignas(n)\n#endif\n\n",
+           "/* The types below are those of 64-bit targets (CUdeviceptr is 64 bits wide). */\n"
+           "#if !defined(__LP64__) && !defined(_WIN64)\n"
+           "#error \"cuabi's headers describe 64-bit targets only; build for a 64-bit target\"\n"
+           "#endif\n\n",
+           "/* CUtensorMap is 128-byte aligned where the language can say so, as in cuda.h. */\n"
+           "#if defined(__cplusplus) && __cplusplus >= 201103L\n#define CUABI_ALIGNAS(n) alignas(n)\n"
+           "#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n"
+           "#define CUABI_ALIGNAS(n) _Alignas(n)\n#else\n#define CUABI_ALIGNAS(n)\n#endif\n\n",
            "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"]
     for name, value in defines:
         out.append(f"#define {name} {value}".rstrip() + "\n")
     out.append("\n")
+    open_guard = None
     for ext in h.type_decls:
         if isinstance(ext, c_ast.Typedef) and ext.name in LIBC_TYPES:
             continue
+        line = ext.coord.line if ext.coord and Path(ext.coord.file).name == "cuda.h" else 0
+        guard = next((g for g, first, last in guards if first < line < last), None)
+        if guard != open_guard:
+            if open_guard is not None:
+                out.append(f"#endif /* {open_guard} */\n\n")
+            if guard is not None:
+                out.append(f"#ifndef {guard}\n#define {guard}\n")
+            open_guard = guard
         # C++ spells C11's _Alignas as alignas
-        out.append(h.gen.visit(ext).replace("_Alignas(", "CUABI_ALIGNAS(") + ";\n\n")
+        text = h.gen.visit(ext).replace("_Alignas(", "CUABI_ALIGNAS(")
+        if isinstance(ext, c_ast.Typedef) and ext.name == "CUresult":
+            body, close = text.rsplit("\n}", 1)
+            text = body + ",\n" + own_enumerators(result_codes) + "\n}" + close
+        out.append(text + ";\n" + ("" if guard else "\n"))
+    if open_guard is not None:
+        out.append(f"#endif /* {open_guard} */\n\n")
     out.append("#ifdef __cplusplus\n}\n#endif\n\n#endif /* CUABI_DRIVER_TYPES_H */\n")
     return "".join(out)
 
@@ -762,6 +1055,52 @@ def write_layout_probe(h: Headers, enums, probe_defines: list[str], ver: str) ->
     return "".join(out)
 
 
+def write_record_probe(records: dict[str, dict], ver: str) -> str:
+    out = [banner("c", ver),
+           "/* The record layouts of driver_api.json, for the compiler to confirm.\n"
+           " * The includer defines CUABI_RECORD(T, size, align) and\n"
+           " * CUABI_RECORD_FIELD(T, member, offset, size). */\n"]
+
+    def fields(top: str, rec: dict, prefix: str, base: int) -> None:
+        for f in rec["fields"]:
+            path, offset = prefix + f["name"], base + f["offset"]
+            out.append(f"CUABI_RECORD_FIELD({top}, {path}, {offset}, {f['size']})\n")
+            if "." in f.get("record", ""):          # a type declared in place: name its members
+                fields(top, records[f["record"]], path + ".", offset)
+
+    for name, rec in records.items():
+        if "." in name:
+            continue
+        out.append(f"CUABI_RECORD({name}, {rec['size']}, {rec['align']})\n")
+        fields(name, rec, "", 0)
+    return "".join(out)
+
+
+def with_region(rel: str, region: str, body: str, comment: tuple[str, str]) -> str:
+    """The hand-written file `rel` with its generated region `region` replaced by `body`.
+
+    A region sits between two marker lines, `<open> BEGIN GENERATED <region> ... <close>` and
+    `<open> END GENERATED <region> <close>`; everything outside them stays as written."""
+    text = (REPO / rel).read_text()
+    opener, closer = comment
+    begin = re.compile(rf"^{re.escape(opener)} BEGIN GENERATED {re.escape(region)}\b.*$", re.M)
+    end = re.compile(rf"^{re.escape(opener)} END GENERATED {re.escape(region)}\b.*$", re.M)
+    b, e = begin.search(text), end.search(text)
+    if b is None or e is None or e.start() < b.end():
+        raise GeneratorError(f"{rel}: no generated region '{region}' (marker lines "
+                             f"'{opener} BEGIN GENERATED {region} ...{closer}' and "
+                             f"'{opener} END GENERATED {region}{closer}')")
+    return text[:b.end()] + "\n" + body + text[e.start():]
+
+
+def result_code_table(result_codes: list[dict]) -> str:
+    """The Markdown table of cuabi's own codes for docs/abi.md."""
+    rows = ["| code | name | kind | meaning | what to do |", "| ---: | --- | --- | --- | --- |"]
+    for c in result_codes:
+        rows.append(f"| {c['value']} | `{c['name']}` | {c['kind']} | {c['text']} | {c['advice']} |")
+    return "\n".join(rows) + "\n"
+
+
 def param_json(p: Param) -> dict:
     out = {"name": p.name, "type": p.type, "code": p.code, "direction": p.direction}
     if p.direction in ("out", "inout"):
@@ -770,8 +1109,12 @@ def param_json(p: Param) -> dict:
     return out
 
 
-def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int) -> str:
+def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
+               result_codes: list[dict], own_api: list[dict], records: dict[str, dict]) -> str:
+    enums = dict(enums)
+    enums["CUresult"] = dict(enums["CUresult"], **{c["name"]: c["value"] for c in result_codes})
     table = {
+        "format_version": JSON_FORMAT_VERSION,
         "generated_by": "tools/gen_driver_api.py",
         "note": GENERATED_NOTE.format(ver=cuda_version_text(cuda_version)),
         "cuda_version": cuda_version,
@@ -795,8 +1138,11 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int) ->
             for ep in sorted(eps, key=lambda e: e.index)
         ],
         "not_forwarded": [],
+        "own_api": own_api,
+        "own_codes": result_codes,
         "enums": enums,
         "defines": defines_json,
+        "records": records,
     }
     return json.dumps(table, indent=1, sort_keys=False) + "\n"
 
@@ -822,9 +1168,11 @@ def generate(cuda_include: Path) -> dict[str, str]:
 
     enums = enum_values(h)
     known = {k: v for vals in enums.values() for k, v in vals.items()}
+    guards = header_guards(cuda_include)
+    result_codes = read_result_codes()
     defines, defines_json, probe_defines = [], {}, []
     for name in header_defines(cuda_include):
-        if name not in macros:
+        if name not in macros or name in {g for g, _, _ in guards}:
             continue
         value = macros[name]
         defines.append((name, value))
@@ -839,17 +1187,25 @@ def generate(cuda_include: Path) -> dict[str, str]:
     if not own_api:
         raise GeneratorError("lib/own_api.txt lists no own-API symbol")
 
+    types_h = write_types(h, defines, guards, result_codes, ver)
+    functions_h = write_functions(eps, ver)
+    own_table = own_api_table(types_h, functions_h, own_api)
+    records = record_layouts(h)
     return {
-        "include/cuabi/driver_types.h": write_types(h, defines, ver),
-        "include/cuabi/driver_functions.h": write_functions(eps, ver),
+        "include/cuabi/driver_types.h": types_h,
+        "include/cuabi/driver_functions.h": functions_h,
         "include/cuabi/compat/cuda.h": write_compat(eps, rename_table(cuda_include), ver),
         "include/cuabi/compat/cudaProfiler.h": write_compat_profiler(ver),
-        "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, cuda_version),
+        "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, cuda_version,
+                                                      result_codes, own_table, records),
         "lib/forwarders.h": write_forwarders_h(eps, ver),
         "lib/forwarders.c": write_forwarders_c(eps, ver),
         "abi.map": write_abi_map(eps, own_api, ver),
         "tests/generated/entry_points.h": write_entry_points_h(eps, ver),
         "tests/generated/layout_probe.h": write_layout_probe(h, enums, probe_defines, ver),
+        "tests/generated/record_layouts.h": write_record_probe(records, ver),
+        "docs/abi.md": with_region("docs/abi.md", "result-codes", result_code_table(result_codes),
+                                   ("<!--", " -->")),
     }
 
 

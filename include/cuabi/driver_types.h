@@ -7,10 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
+/* The types below are those of 64-bit targets (CUdeviceptr is 64 bits wide). */
+#if !defined(__LP64__) && !defined(_WIN64)
+#error "cuabi's headers describe 64-bit targets only; build for a 64-bit target"
+#endif
+
+/* CUtensorMap is 128-byte aligned where the language can say so, as in cuda.h. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
 #define CUABI_ALIGNAS(n) alignas(n)
-#else
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define CUABI_ALIGNAS(n) _Alignas(n)
+#else
+#define CUABI_ALIGNAS(n)
 #endif
 
 #ifdef __cplusplus
@@ -18,7 +26,6 @@ extern "C" {
 #endif
 
 #define CUDA_VERSION 13000
-#define CU_UUID_HAS_BEEN_DEFINED
 #define CU_IPC_HANDLE_SIZE 64
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
@@ -159,10 +166,13 @@ typedef struct CUasyncCallbackEntry_st *CUasyncCallbackHandle;
 
 typedef struct CUgreenCtx_st *CUgreenCtx;
 
+#ifndef CU_UUID_HAS_BEEN_DEFINED
+#define CU_UUID_HAS_BEEN_DEFINED
 typedef struct CUuuid_st
 {
   char bytes[16];
 } CUuuid;
+#endif /* CU_UUID_HAS_BEEN_DEFINED */
 
 typedef struct CUmemFabricHandle_st
 {
@@ -1369,7 +1379,16 @@ typedef enum cudaError_enum
   CUDA_ERROR_INVALID_RESOURCE_TYPE = 914,
   CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
   CUDA_ERROR_KEY_ROTATION = 916,
-  CUDA_ERROR_UNKNOWN = 999
+  CUDA_ERROR_UNKNOWN = 999,
+  /* cuabi's own result codes, from CUABI_RESULT_CODE_MAP in cuabi/result_codes.h */
+  CUABI_ERROR_DRIVER_NOT_FOUND = 100001,
+  CUABI_ERROR_DRIVER_STUB = 100002,
+  CUABI_ERROR_DRIVER_UNUSABLE = 100003,
+  CUABI_ERROR_ENTRY_POINT_NOT_FOUND = 100004,
+  CUABI_ERROR_DRIVER_TOO_OLD = 100005,
+  CUABI_ERROR_BAD_ENVIRONMENT = 100006,
+  CUABI_ERROR_BAD_SIGNATURE = 100007,
+  CUABI_ERROR_ALREADY_LOADED = 100008
 } CUresult;
 
 typedef enum CUdevice_P2PAttribute_enum
