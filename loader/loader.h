@@ -4,37 +4,21 @@
  * The loader knows nothing about lib/: it walks the candidates, rejects the
  * toolkit stub and libraries without cuGetProcAddress_v2, writes one report
  * line per candidate, and hands back the chosen library.  It holds no state
- * of its own; the caller (lib/cuabi.c) decides when to load (once) and
+ * of its own; the caller (lib/load.c) decides when to load (once) and
  * where the results live.
  */
 #ifndef CUABI_LOADER_H
 #define CUABI_LOADER_H
 
 #include <stddef.h>
+
 #include "../include/cuabi.h"
+#include "text.h"
 
 /* cuGetProcAddress_v2 as CUDA 12.0 and later declare it. */
 typedef CUresult (*cuabi_get_proc_address_fn)(const char *symbol, void **pfn, int cuda_version,
                                               cuuint64_t flags,
                                               CUdriverProcAddressQueryResult *symbol_status);
-
-/* A bounded text buffer: appends never overflow; what does not fit is
- * dropped and `truncated` is set so the text can say so. */
-typedef struct cuabi_text {
-    char *buf;
-    size_t cap;
-    size_t len;
-    int truncated;
-} cuabi_text;
-
-void cuabi_text_init(cuabi_text *text, char *buf, size_t cap);
-void cuabi_text_append(cuabi_text *text, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Appends at most max_bytes of value, printable ASCII kept, other bytes
- * written as \xNN, so that an odd environment value is shown exactly. */
-void cuabi_text_append_quoted(cuabi_text *text, const char *value, size_t max_bytes);
-/* Marks the end of the text as truncated if anything was dropped. */
-void cuabi_text_finish(cuabi_text *text);
 
 #define CUABI_LOADER_PATH_MAX 4096
 

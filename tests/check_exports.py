@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The exported dynamic symbols of libcuabi.so are exactly the names abi.map
-lists, every one under the version node CUABI_1.0; the SONAME is
-libcuabi.so.1; and the library neither links libcuda nor leaves any cu*
-symbol to be found at load time (the driver is only ever opened by dlopen).
+lists, each under the version node abi.map puts it in; the nodes form one
+chain (CUABI_1.0, then CUABI_1.1 inheriting CUABI_1.0, and so on, each minor
+release one node); the SONAME is libcuabi.so.1; and the library neither links
+libcuda nor leaves any cu* symbol to be found at load time (the driver is only
+ever opened by dlopen).
 
 usage: check_exports.py LIBRARY ABI_MAP
 """
@@ -12,21 +14,39 @@ import sys
 
 
 def map_symbols(path):
-    """{node: [names]} from a GNU ld version script."""
+    """({node: [names]}, {node: parent or None}) from a GNU ld version script, in its order."""
     text = re.sub(r"#[^\n]*", "", open(path, encoding="utf-8").read())
-    nodes = {}
-    for node, body in re.findall(r"([A-Za-z_][\w.]*)\s*\{(.*?)\}\s*[\w.]*\s*;", text, re.S):
+    nodes, parents = {}, {}
+    for node, body, parent in re.findall(r"([A-Za-z_][\w.]*)\s*\{(.*?)\}\s*([\w.]*)\s*;", text, re.S):
         globals_part = body.split("local:")[0].split("global:")[-1]
         nodes[node] = [s.strip() for s in globals_part.split(";") if s.strip()]
-    return nodes
+        parents[node] = parent or None
+    return nodes, parents
+
+
+def chain_failures(nodes, parents):
+    """The nodes must be CUABI_1.0, CUABI_1.1, ... in order, each inheriting the one before."""
+    failures = []
+    expected = [f"CUABI_1.{minor}" for minor in range(len(nodes))]
+    if list(nodes) != expected:
+        failures.append(f"abi.map nodes are {list(nodes)}, expected {expected}: one node per "
+                        "minor release, in order")
+    for older, newer in zip([None] + list(nodes), nodes):
+        if parents[newer] != older:
+            failures.append(f"{newer} inherits {parents[newer]}, expected {older}")
+    seen = {}
+    for node, names in nodes.items():
+        for name in names:
+            if name in seen:
+                failures.append(f"{name} is in both {seen[name]} and {node}")
+            seen[name] = node
+    return failures
 
 
 def main():
     library, abi_map = sys.argv[1], sys.argv[2]
-    failures = []
-    nodes = map_symbols(abi_map)
-    if list(nodes) != ["CUABI_1.0"]:
-        failures.append(f"abi.map nodes are {list(nodes)}, expected only CUABI_1.0 in release 1.0")
+    nodes, parents = map_symbols(abi_map)
+    failures = chain_failures(nodes, parents)
     expected = {name: node for node, names in nodes.items() for name in names}
     if any("*" in name for name in expected):
         failures.append("abi.map exports a wildcard; every exported name must be listed")
@@ -81,8 +101,9 @@ def main():
         print("\n".join(failures))
         print(f"0 passed, {len(failures)} failed")
         return 1
-    print(f"{len(exported)} exported symbols ({len(own)} own API, {len(forwarders)} forwarders), "
-          f"all CUABI_1.0; SONAME libcuabi.so.1; no link to libcuda")
+    per_node = ", ".join(f"{node} {len(names)}" for node, names in nodes.items())
+    print(f"{len(exported)} exported symbols ({len(own)} own API, {len(forwarders)} forwarders; "
+          f"{per_node}); SONAME libcuabi.so.1; no link to libcuda")
     return 0
 
 

@@ -1,8 +1,13 @@
 /*
- * Loading the driver, one scenario per process (argv[1]; ctest sets the
- * environment of each, see tests/CMakeLists.txt). Each checks the status code
+ * Loading the driver, one scenario per process.  Each checks the status code
  * docs/abi.md documents, that cuabi_driver_report() names the cause, and that
  * calls keep returning that code without crashing.
+ *
+ * The table `scenarios` at the end is the one registry: each row names a
+ * scenario, its function and the environment its process needs.  The build
+ * asks this program for the list (`test_loading --ctest FILE KEY=VALUE...`,
+ * see tests/CMakeLists.txt), which becomes one ctest entry per row;
+ * `test_loading NAME` runs one.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -71,27 +76,30 @@ static int driver_library_in_process(const char *path)
     return h != NULL;
 }
 
-/* Whether this machine has a libcuda.so.1 the search would find (checked in
- * a child, so this process loads nothing). */
+/* Whether this machine has a libcuda.so.1 the search would find: asked of
+ * cuabi itself, in a child started with an empty environment (so neither this
+ * scenario's variables nor LD_LIBRARY_PATH steer the search), so that this
+ * process loads nothing. */
 static int system_has_driver(void)
 {
-    static const char *const folders[] = {
-        "/usr/lib/wsl/lib", "/usr/local/nvidia/lib64", "/usr/lib64/nvidia", "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu", "/usr/lib64", "/usr/lib",
-    };
-    for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/libcuda.so.1", folders[i]);
-        if (access(path, F_OK) == 0)
-            return 1;
-    }
     fflush(NULL);
     pid_t pid = fork();
-    if (pid == 0)
-        _exit(dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != NULL ? 1 : 0);
+    if (pid == 0) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            _exit(2);
+        self[n] = '\0';
+        char *const argv[] = { self, "--probe-system-driver", NULL };
+        char *const envp[] = { NULL };
+        execve(self, argv, envp);
+        _exit(2);
+    }
     int status = 0;
     waitpid(pid, &status, 0);
-    return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+        fail_msg("could not ask a child process whether this machine has a driver");
+    return WEXITSTATUS(status) == 1;
 }
 
 /* ------------------------------------------------------------- scenarios */
@@ -309,38 +317,51 @@ static void no_device(void)
     assert_cu(CUDA_ERROR_NOT_INITIALIZED, cuabi_cuDeviceGetCount(&count));
 }
 
+static void bad_stream_mode_yes(void)
+{
+    bad_stream_mode("yes");
+}
+
+static void bad_stream_mode_empty(void)
+{
+    bad_stream_mode("");
+}
+
+/* The registry.  env: the scenario's environment, entries separated by
+ * spaces; @KEY@ stands for a path the build passes in (tests/CMakeLists.txt). */
+static const struct scenario {
+    const char *name;
+    void (*run)(void);
+    const char *env;
+} scenarios[] = {
+    { "fake_driver", fake_driver, "CUABI_LIBCUDA=@FAKE@" },
+    { "no_driver", no_driver, "" },
+    { "toolkit_stub", toolkit_stub, "CUABI_LIBCUDA=@STUB@" },
+    { "relative_path", relative_path, "CUABI_LIBCUDA=libcuda.so.1" },
+    { "missing_file", missing_file, "CUABI_LIBCUDA=@MISSING@" },
+    { "not_a_library", not_a_library, "CUABI_LIBCUDA=@NOT_A_LIBRARY@" },
+    { "no_get_proc_address", no_get_proc_address, "CUABI_LIBCUDA=@NOGPA@" },
+    { "old_driver", old_driver, "CUABI_LIBCUDA=@FAKE@ FAKECUDA_DRIVER_VERSION=12000" },
+    { "bad_stream_mode", bad_stream_mode_yes,
+      "CUABI_LIBCUDA=@FAKE@ CUABI_PER_THREAD_DEFAULT_STREAM=yes" },
+    { "empty_stream_mode", bad_stream_mode_empty,
+      "CUABI_LIBCUDA=@FAKE@ CUABI_PER_THREAD_DEFAULT_STREAM=" },
+    { "per_thread_mode", per_thread_mode, "CUABI_LIBCUDA=@FAKE@ CUABI_PER_THREAD_DEFAULT_STREAM=1" },
+    { "set_mode_beats_env", set_mode_beats_env,
+      "CUABI_LIBCUDA=@FAKE@ CUABI_PER_THREAD_DEFAULT_STREAM=0" },
+    { "explicit_load", explicit_load, "FAKE_DRIVER=@FAKE@" },
+    { "explicit_load_relative", explicit_load_relative, "FAKE_DRIVER=@FAKE@" },
+    { "already_in_process", already_in_process, "FAKE_SYSDRIVER=@SYSDRIVER@" },
+    { "system_search", system_search,
+      "LD_LIBRARY_PATH=@SYSDRIVER_DIR@ FAKE_SYSDRIVER_DIR=@SYSDRIVER_DIR@" },
+    { "no_device", no_device, "CUABI_LIBCUDA=@FAKE@ FAKECUDA_DEVICE_COUNT=0" },
+};
+#define SCENARIO_COUNT (sizeof scenarios / sizeof scenarios[0])
+
 static void test_scenario(void **state)
 {
     (void)state;
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } scenarios[] = {
-        { "fake_driver", fake_driver },
-        { "no_driver", no_driver },
-        { "toolkit_stub", toolkit_stub },
-        { "relative_path", relative_path },
-        { "missing_file", missing_file },
-        { "not_a_library", not_a_library },
-        { "no_get_proc_address", no_get_proc_address },
-        { "old_driver", old_driver },
-        { "per_thread_mode", per_thread_mode },
-        { "set_mode_beats_env", set_mode_beats_env },
-        { "explicit_load", explicit_load },
-        { "explicit_load_relative", explicit_load_relative },
-        { "already_in_process", already_in_process },
-        { "system_search", system_search },
-        { "no_device", no_device },
-    };
-    if (strcmp(scenario, "bad_stream_mode") == 0) {
-        bad_stream_mode("yes");
-        return;
-    }
-    if (strcmp(scenario, "empty_stream_mode") == 0) {
-        bad_stream_mode("");
-        return;
-    }
-    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+    for (size_t i = 0; i < SCENARIO_COUNT; i++) {
         if (strcmp(scenarios[i].name, scenario) == 0) {
             scenarios[i].run();
             return;
@@ -349,10 +370,97 @@ static void test_scenario(void **state)
     fail_msg("unknown scenario %s", scenario);
 }
 
+/* Writes `value` with each @KEY@ replaced by the KEY=VALUE among keys. */
+static int write_filled(FILE *out, const char *value, int nkeys, char **keys)
+{
+    for (const char *c = value; *c != '\0'; c++) {
+        const char *close = *c == '@' ? strchr(c + 1, '@') : NULL;
+        if (close == NULL) {
+            fputc(*c, out);
+            continue;
+        }
+        size_t len = (size_t)(close - c - 1);
+        int found = 0;
+        for (int k = 0; k < nkeys && !found; k++) {
+            if (strncmp(keys[k], c + 1, len) == 0 && keys[k][len] == '=') {
+                fputs(keys[k] + len + 1, out);
+                found = 1;
+            }
+        }
+        if (!found) {
+            fprintf(stderr, "test_loading --ctest: no value given for @%.*s@\n", (int)len, c + 1);
+            return -1;
+        }
+        c = close;
+    }
+    return 0;
+}
+
+/* --ctest FILE KEY=VALUE...: writes one ctest entry per scenario into FILE,
+ * which ctest includes (TEST_INCLUDE_FILES). */
+static int write_ctest_file(const char *path, const char *self, int nkeys, char **keys)
+{
+    /* EMULATOR=...: what runs the program where the build cannot (qemu for a
+     * cross build), written before it; the words are a CMake list there. */
+    const char *emulator = "";
+    for (int k = 0; k < nkeys; k++)
+        if (strncmp(keys[k], "EMULATOR=", 9) == 0 && keys[k][9] != '\0')
+            emulator = keys[k] + 9;
+    char prefix[1024];
+    snprintf(prefix, sizeof prefix, "%s%s", emulator, emulator[0] != '\0' ? " " : "");
+    emulator = prefix;
+    FILE *out = fopen(path, "w");
+    if (out == NULL) {
+        perror(path);
+        return 2;
+    }
+    fprintf(out, "# Written by test_loading --ctest from its scenario table. Do not edit.\n");
+    int rc = 0;
+    for (size_t i = 0; i < SCENARIO_COUNT && rc == 0; i++) {
+        const struct scenario *s = &scenarios[i];
+        fprintf(out, "add_test(loading.%s %s\"%s\" %s)\n", s->name, emulator, self, s->name);
+        fprintf(out, "set_tests_properties(loading.%s PROPERTIES LABELS \"c;loading\" "
+                     "SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT \"CUABI_TEST_SCENARIO=%s",
+                s->name, s->name);
+        for (const char *c = s->env; *c != '\0' && rc == 0; c++) {
+            const char *end = strchr(c, ' ');
+            size_t len = end != NULL ? (size_t)(end - c) : strlen(c);
+            char entry[512];
+            if (len >= sizeof entry) {
+                rc = 2;
+                break;
+            }
+            memcpy(entry, c, len);
+            entry[len] = '\0';
+            fputc(';', out);
+            if (write_filled(out, entry, nkeys, keys) != 0)
+                rc = 2;
+            c += len;
+            if (*c == '\0')
+                break;
+        }
+        fprintf(out, "\")\n");
+    }
+    if (fclose(out) != 0)
+        rc = 2;
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && strcmp(argv[1], "--ctest") == 0) {
+        char self[PATH_MAX];
+        if (realpath(argv[0], self) == NULL) {
+            perror(argv[0]);
+            return 2;
+        }
+        return write_ctest_file(argv[2], self, argc - 3, argv + 3);
+    }
+    if (argc == 2 && strcmp(argv[1], "--probe-system-driver") == 0)
+        return cuabi_driver_status() == CUDA_SUCCESS ? 1 : 0;
     if (argc != 2) {
-        fprintf(stderr, "usage: test_loading SCENARIO (see tests/CMakeLists.txt)\n");
+        fprintf(stderr, "usage: test_loading SCENARIO | --ctest FILE KEY=VALUE... "
+                        "(scenarios: the table at the end of tests/test_loading.c)\n");
         return 2;
     }
     scenario = argv[1];

@@ -9,13 +9,15 @@ Reads cuda.h, cudaProfiler.h and cudaTypedefs.h of a CUDA toolkit (default
   include/cuabi/compat/cuda.h       maps cuXxx to cuabi_cuXxx for existing driver-API code
   include/cuabi/compat/cudaProfiler.h
   include/cuabi/driver_api.json     the machine-readable table (for Python and other generators)
-  lib/forwarders.h, lib/forwarders.c  the entry-point table and the exported forwarders
-  abi.map                           the version script (own API from lib/own_api.txt + forwarders)
+  lib/entry_table.h, lib/entry_table.c  the entry-point table (slots, names, pinned versions)
+  lib/forwarders.c                  the exported forwarders
+  abi.map                           the forwarders region of each version node (hand-owned file)
   tests/generated/entry_points.h    X-macro list of entry points for the forwarder test
   tests/generated/layout_probe.h    X-macro list of types, fields, enums and constants
 
 Only facts are taken from the headers (names, types, values, versions); no comment text is
-copied. The output depends only on the headers and lib/own_api.txt, so it is byte-for-byte
+copied. The output depends only on the headers and cuabi's own inputs (include/cuabi.h,
+include/cuabi/result_codes.h, abi.map's hand-written parts), so it is byte-for-byte
 reproducible; `--check` regenerates into memory and compares with the committed files.
 
 Needs: a C preprocessor (cc -E) and pycparser.
@@ -285,7 +287,8 @@ class EntryPoint:
     ptds_version: int = 0
     version_source: str = ""
     ptds_source: str = ""
-    index: int = 0
+    node: str = ""       # the version node of abi.map that exports it
+    index: int = 0       # its slot: node order, then name order (assign_nodes)
 
     @property
     def signature(self) -> str:
@@ -539,8 +542,6 @@ def pin_versions(h: Headers, eps: list[EntryPoint], cuda_include: Path) -> None:
         else:
             ep.ptds_version = ep.version
             ep.ptds_source = "same as legacy: no per-thread variant"
-    for i, ep in enumerate(sorted(eps, key=lambda e: e.name)):
-        ep.index = i
 
 
 # --------------------------------------------------------------------------------------
@@ -802,10 +803,83 @@ def record_layouts(h: Headers) -> dict[str, dict]:
 
 
 # --------------------------------------------------------------------------------------
+# The version nodes (abi.map)
+
+ABI_MAP = REPO / "abi.map"
+
+
+@dataclass
+class Node:
+    name: str
+    parent: str | None
+    own: list[str]          # own-API symbols, listed by hand
+    forwarders: list[str]   # the symbols of its generated region, as abi.map has them now
+
+
+def read_abi_map() -> list[Node]:
+    """The version nodes of abi.map, oldest first."""
+    nodes: list[Node] = []
+    current, region, local = None, False, False
+    for number, line in enumerate(ABI_MAP.read_text().splitlines(), start=1):
+        text = line.strip()
+        m = re.match(r"^([A-Za-z_][\w.]*)\s*\{$", text)
+        if m:
+            current, local = Node(m.group(1), None, [], []), False
+            continue
+        m = re.match(r"^\}\s*([A-Za-z_][\w.]*)?\s*;$", text)
+        if m and current is not None:
+            current.parent = m.group(1)
+            nodes.append(current)
+            current = None
+            continue
+        if current is None or not text:
+            continue
+        if text.startswith("# BEGIN GENERATED forwarders"):
+            region = True
+        elif text.startswith("# END GENERATED forwarders"):
+            region = False
+        elif text.startswith("#") or text == "global:":
+            continue
+        elif text == "local:":
+            local = True
+        elif not local:
+            m = re.match(r"^(\w+);$", text)
+            if not m:
+                raise GeneratorError(f"abi.map:{number}: not a symbol line: {text!r}")
+            (current.forwarders if region else current.own).append(m.group(1))
+    if not nodes:
+        raise GeneratorError("abi.map has no version node")
+    for older, newer in zip([None] + nodes, nodes):
+        if newer.parent != (older.name if older else None):
+            raise GeneratorError(f"abi.map: {newer.name} must inherit "
+                                 f"{older.name if older else 'no node'}, not {newer.parent}")
+    return nodes
+
+
+def assign_nodes(eps: list["EntryPoint"], nodes: list[Node]) -> None:
+    """Each entry point keeps the node abi.map already gives it; a new one joins the newest
+    node. Slots are numbered in node order, then by name, so adding entry points to a new
+    node never moves an existing one."""
+    by_symbol = {f"cuabi_{ep.name}": ep for ep in eps}
+    for node in nodes:
+        for symbol in node.forwarders:
+            if symbol not in by_symbol:
+                raise GeneratorError(f"abi.map's {node.name} exports {symbol}, which the headers "
+                                     "no longer declare: a released symbol is never removed")
+            by_symbol[symbol].node = node.name
+    for ep in eps:
+        if not ep.node:
+            ep.node = nodes[-1].name
+    order = {node.name: i for i, node in enumerate(nodes)}
+    for i, ep in enumerate(sorted(eps, key=lambda e: (order[e.node], e.name))):
+        ep.index = i
+
+
+# --------------------------------------------------------------------------------------
 # The own API (cuabi.h)
 
 
-def own_api_table(types_text: str, functions_text: str, names: list[str]) -> list[dict]:
+def own_api_table(types_text: str, functions_text: str, nodes: list[Node]) -> list[dict]:
     """The own API's functions as include/cuabi.h declares them, in the order of `names`.
 
     cuabi.h is read with the driver headers this run generates, so the table never describes
@@ -819,13 +893,15 @@ def own_api_table(types_text: str, functions_text: str, names: list[str]) -> lis
         (inc / "cuabi" / "driver_functions.h").write_text(functions_text)
         text = preprocess(inc, "#include <cuabi.h>\n", ["-D__LP64__=1"])
     d = Declarations(text)
+    node_of = {name: node.name for node in nodes for name in node.own}
+    names = list(node_of)
     found = {ext.name: ext for ext in d.ast.ext
              if isinstance(ext, c_ast.Decl) and isinstance(ext.type, c_ast.FuncDecl)
              and ext.name.startswith("cuabi_") and not re.match(r"cuabi_cu[A-Z]", ext.name)}
     if sorted(found) != sorted(names):
-        raise GeneratorError("cuabi.h's own functions and lib/own_api.txt differ: "
+        raise GeneratorError("cuabi.h's own functions and abi.map's own API differ: "
                              f"only in cuabi.h {sorted(set(found) - set(names))}, "
-                             f"only in own_api.txt {sorted(set(names) - set(found))}")
+                             f"only in abi.map {sorted(set(names) - set(found))}")
     table = []
     for name in names:
         decl = found[name]
@@ -842,7 +918,7 @@ def own_api_table(types_text: str, functions_text: str, names: list[str]) -> lis
                 param["pointee_code"] = d.code_of(t.type)
             params.append(param)
         returns = c_ast.Typename(None, [], None, decl.type.type)
-        table.append({"name": name, "node": "CUABI_1.0",
+        table.append({"name": name, "node": node_of[name],
                       "returns": {"type": d.gen.visit(decl.type.type).strip(),
                                   "code": d.code_of(returns)},
                       "params": params})
@@ -965,13 +1041,29 @@ def write_compat_profiler(ver: str) -> str:
             "#include \"cuda.h\"\n#endif\n")
 
 
-def write_forwarders_h(eps: list[EntryPoint], ver: str) -> str:
+def write_entry_table_h(eps: list[EntryPoint], ver: str) -> str:
     return (banner("c", ver) +
-            "#ifndef CUABI_FORWARDERS_H\n#define CUABI_FORWARDERS_H\n\n"
+            "/* The driver entry points that cuabi forwards: what lib/resolve.c asks the driver\n"
+            " * for, one row per slot. */\n"
+            "#ifndef CUABI_ENTRY_TABLE_H\n#define CUABI_ENTRY_TABLE_H\n\n"
             f"#define CUABI__ENTRY_POINT_COUNT {len(eps)}\n\n"
-            "/* The driver entry points, sorted by name; a forwarder's index is its place here. */\n"
-            "extern const cuabi_entry_point cuabi__entry_points[CUABI__ENTRY_POINT_COUNT];\n\n"
-            "#endif /* CUABI_FORWARDERS_H */\n")
+            "/* In slot order: by version node, then by name; a new node's entry points come\n"
+            " * after every older one, so no slot ever moves. */\n"
+            "extern CUABI_INTERNAL const cuabi_entry_point "
+            "cuabi__entry_points[CUABI__ENTRY_POINT_COUNT];\n\n"
+            "#endif /* CUABI_ENTRY_TABLE_H */\n")
+
+
+def write_entry_table_c(eps: list[EntryPoint], ver: str) -> str:
+    out = [banner("c", ver),
+           "#include \"internal.h\"\n#include \"entry_table.h\"\n\n",
+           "const cuabi_entry_point cuabi__entry_points[CUABI__ENTRY_POINT_COUNT] = {\n",
+           "    /* name, name given to cuGetProcAddress, version, per-thread-stream version */\n"]
+    for ep in sorted(eps, key=lambda e: e.index):
+        out.append(f"    {{ \"{ep.name}\", \"{ep.driver_name}\", {ep.version}, {ep.ptds_version} }},"
+                   f" /* {ep.index} */\n")
+    out.append("};\n")
+    return "".join(out)
 
 
 def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
@@ -981,13 +1073,7 @@ def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
            " * cuabi__resolve (lib/resolve.c), which keeps it in the forwarder's slot, and calls\n"
            " * it. Parameter names are cuda.h's; the generated locals are named so as not to\n"
            " * clash with them (cuLaunchHostFunc has a parameter called fn). */\n\n",
-           "#include \"internal.h\"\n\n",
-           "const cuabi_entry_point cuabi__entry_points[CUABI__ENTRY_POINT_COUNT] = {\n",
-           "    /* name, name given to cuGetProcAddress, version, per-thread-stream version */\n"]
-    for ep in eps:
-        out.append(f"    {{ \"{ep.name}\", \"{ep.driver_name}\", {ep.version}, {ep.ptds_version} }},"
-                   f" /* {ep.index} */\n")
-    out.append("};\n")
+           "#include \"internal.h\"\n"]
     for ep in eps:
         types = ", ".join(p.type for p in ep.params) or "void"
         params = ", ".join(p.decl for p in ep.params) or "void"
@@ -1014,18 +1100,17 @@ def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
     return "".join(out)
 
 
-def write_abi_map(eps: list[EntryPoint], own_api: list[str], ver: str) -> str:
-    out = [banner("sh", ver),
-           "# The exported symbols of libcuabi.so.1, by version node (docs/abi.md).\n"
-           "# The own API comes from lib/own_api.txt; a later release adds a new node\n"
-           "# (CUABI_1.1 { ... } CUABI_1.0;) and never moves or removes a symbol.\n",
-           "CUABI_1.0 {\n  global:\n"]
-    for name in own_api:
-        out.append(f"    {name};\n")
-    for ep in sorted(eps, key=lambda e: e.name):
-        out.append(f"    cuabi_{ep.name};\n")
-    out.append("  local:\n    *;\n};\n")
-    return "".join(out)
+def write_abi_map(eps: list[EntryPoint], nodes: list[Node]) -> str:
+    """abi.map with each node's forwarders region rewritten (the rest is hand-owned)."""
+    text = None
+    for node in nodes:
+        names = sorted(ep.name for ep in eps if ep.node == node.name)
+        body = "".join(f"    cuabi_{name};\n" for name in names)
+        if text is None:
+            text = with_region("abi.map", f"forwarders {node.name}", body, ("    #", ""))
+        else:
+            text = with_region_text(text, "abi.map", f"forwarders {node.name}", body, ("    #", ""))
+    return text
 
 
 def write_entry_points_h(eps: list[EntryPoint], ver: str) -> str:
@@ -1081,10 +1166,14 @@ def with_region(rel: str, region: str, body: str, comment: tuple[str, str]) -> s
 
     A region sits between two marker lines, `<open> BEGIN GENERATED <region> ... <close>` and
     `<open> END GENERATED <region> <close>`; everything outside them stays as written."""
-    text = (REPO / rel).read_text()
+    return with_region_text((REPO / rel).read_text(), rel, region, body, comment)
+
+
+def with_region_text(text: str, rel: str, region: str, body: str, comment: tuple[str, str]) -> str:
+    """with_region() on text already read from `rel`."""
     opener, closer = comment
-    begin = re.compile(rf"^{re.escape(opener)} BEGIN GENERATED {re.escape(region)}\b.*$", re.M)
-    end = re.compile(rf"^{re.escape(opener)} END GENERATED {re.escape(region)}\b.*$", re.M)
+    begin = re.compile(rf"^{re.escape(opener)} BEGIN GENERATED {re.escape(region)}(?: .*)?$", re.M)
+    end = re.compile(rf"^{re.escape(opener)} END GENERATED {re.escape(region)}(?: .*)?$", re.M)
     b, e = begin.search(text), end.search(text)
     if b is None or e is None or e.start() < b.end():
         raise GeneratorError(f"{rel}: no generated region '{region}' (marker lines "
@@ -1126,7 +1215,8 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
                               "[N]": "inside {...}: an array of N bytes"},
         "entry_points": [
             {
-                "index": ep.index, "name": ep.name, "driver_name": ep.driver_name,
+                "index": ep.index, "name": ep.name, "node": ep.node,
+                "driver_name": ep.driver_name,
                 "cuda_h_symbol": ep.symbol,
                 "version": ep.version, "ptds_version": ep.ptds_version,
                 "version_source": ep.version_source, "ptds_version_source": ep.ptds_source,
@@ -1181,15 +1271,12 @@ def generate(cuda_include: Path) -> dict[str, str]:
             defines_json[name] = number
             known[name] = number
             probe_defines.append(name)
-    own_api_file = REPO / "lib" / "own_api.txt"
-    own_api = [l.strip() for l in own_api_file.read_text().splitlines()
-               if l.strip() and not l.startswith("#")] if own_api_file.exists() else []
-    if not own_api:
-        raise GeneratorError("lib/own_api.txt lists no own-API symbol")
+    nodes = read_abi_map()
+    assign_nodes(eps, nodes)
 
     types_h = write_types(h, defines, guards, result_codes, ver)
     functions_h = write_functions(eps, ver)
-    own_table = own_api_table(types_h, functions_h, own_api)
+    own_table = own_api_table(types_h, functions_h, nodes)
     records = record_layouts(h)
     return {
         "include/cuabi/driver_types.h": types_h,
@@ -1198,9 +1285,10 @@ def generate(cuda_include: Path) -> dict[str, str]:
         "include/cuabi/compat/cudaProfiler.h": write_compat_profiler(ver),
         "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, cuda_version,
                                                       result_codes, own_table, records),
-        "lib/forwarders.h": write_forwarders_h(eps, ver),
+        "lib/entry_table.h": write_entry_table_h(eps, ver),
+        "lib/entry_table.c": write_entry_table_c(eps, ver),
         "lib/forwarders.c": write_forwarders_c(eps, ver),
-        "abi.map": write_abi_map(eps, own_api, ver),
+        "abi.map": write_abi_map(eps, nodes),
         "tests/generated/entry_points.h": write_entry_points_h(eps, ver),
         "tests/generated/layout_probe.h": write_layout_probe(h, enums, probe_defines, ver),
         "tests/generated/record_layouts.h": write_record_probe(records, ver),
