@@ -15,11 +15,22 @@
 #ifndef CUABI_H
 #define CUABI_H
 
-/* cuabi declares every driver type under CUDA's own names, so it cannot
- * share a translation unit with the toolkit's cuda.h.  Code written for
+/* cuabi declares every driver type under CUDA's own names, so the toolkit's
+ * cuda.h must not come before it in a translation unit (the rest of this file
+ * is then skipped, so that this error is the only one).  Code written for
  * cuda.h can use include/cuabi/compat/cuda.h instead. */
-#if defined(__cuda_cuda_h__) && !defined(CUABI_COMPAT_CUDA_H)
-#error "cuabi.h cannot be mixed with the CUDA toolkit's cuda.h in one file; include <cuabi.h> alone, or put include/cuabi/compat on the include path so that <cuda.h> maps to cuabi"
+#if defined(__cuda_cuda_h__)
+#error "the CUDA toolkit's cuda.h was included before cuabi.h; include <cuabi.h> first (or alone), or put include/cuabi/compat on the include path so that <cuda.h> is cuabi's"
+#else
+
+/* The other order: the toolkit's cuda.h and cudaProfiler.h, included after this
+ * file (directly, or by a header such as cudaTypedefs.h), add nothing, since
+ * every type and constant they declare is declared here under the same name. */
+#ifndef __cuda_cuda_h__
+#define __cuda_cuda_h__
+#endif
+#ifndef cuda_profiler_H
+#define cuda_profiler_H
 #endif
 
 #include <stddef.h>
@@ -170,4 +181,5 @@ CUABI_API CUresult CUABI_CALL cuabi_launch_packed(CUfunction f, CUstream stream,
 }
 #endif
 
+#endif /* the toolkit's cuda.h came first */
 #endif /* CUABI_H */

@@ -1618,7 +1618,7 @@ static CUABI_COLD CUresult first_cuGetErrorName(CUresult error, const char **pSt
     CUresult status = cuabi__resolve(107, &resolved);
     return status != CUDA_SUCCESS ? status : ((cuabi__pfn_cuGetErrorName)resolved)(error, pStr);
 }
-CUABI_API CUresult cuabi_cuGetErrorName(CUresult error, const char **pStr)
+CUABI_INTERNAL CUresult cuabi__forward_cuGetErrorName(CUresult error, const char **pStr)
 {
     void *resolved = atomic_load_explicit(&cuabi__slots[107], memory_order_acquire);
     if (CUABI_UNLIKELY(resolved == NULL))
@@ -1633,7 +1633,7 @@ static CUABI_COLD CUresult first_cuGetErrorString(CUresult error, const char **p
     CUresult status = cuabi__resolve(108, &resolved);
     return status != CUDA_SUCCESS ? status : ((cuabi__pfn_cuGetErrorString)resolved)(error, pStr);
 }
-CUABI_API CUresult cuabi_cuGetErrorString(CUresult error, const char **pStr)
+CUABI_INTERNAL CUresult cuabi__forward_cuGetErrorString(CUresult error, const char **pStr)
 {
     void *resolved = atomic_load_explicit(&cuabi__slots[108], memory_order_acquire);
     if (CUABI_UNLIKELY(resolved == NULL))
@@ -1663,7 +1663,7 @@ static CUABI_COLD CUresult first_cuGetProcAddress(const char *symbol, void **pfn
     CUresult status = cuabi__resolve(110, &resolved);
     return status != CUDA_SUCCESS ? status : ((cuabi__pfn_cuGetProcAddress)resolved)(symbol, pfn, cudaVersion, flags, symbolStatus);
 }
-CUABI_API CUresult cuabi_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+CUABI_INTERNAL CUresult cuabi__forward_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
 {
     void *resolved = atomic_load_explicit(&cuabi__slots[110], memory_order_acquire);
     if (CUABI_UNLIKELY(resolved == NULL))

@@ -42,6 +42,7 @@
  *                report, the driver's version (uses loader/);
  *   resolve.c    the slots and the lookup of entry points;
  *   forwarders.c the exported cuabi_cuXxx (generated);
+ *   wrapped.c    the three entry points exported around their forwarder;
  *   own_api.c, errors.c, call.c, launch.c: the rest of the exported API.
  */
 
@@ -105,5 +106,12 @@ CUABI_INTERNAL CUresult cuabi__resolve(unsigned index, void **fn);
  * 0 means the driver's own version.  Maps the driver's lookup status to
  * CUABI_ERROR_ENTRY_POINT_NOT_FOUND / _DRIVER_TOO_OLD. */
 CUABI_INTERNAL CUresult cuabi__get_proc(const char *name, int cuda_version, uint64_t flags, void **fn);
+
+/* ---- forwarders.c: the forwarders lib/wrapped.c exports its own function around ---- */
+CUABI_INTERNAL CUresult cuabi__forward_cuGetErrorName(CUresult error, const char **pStr);
+CUABI_INTERNAL CUresult cuabi__forward_cuGetErrorString(CUresult error, const char **pStr);
+CUABI_INTERNAL CUresult cuabi__forward_cuGetProcAddress(const char *symbol, void **pfn,
+                                                        int cudaVersion, cuuint64_t flags,
+                                                        CUdriverProcAddressQueryResult *symbolStatus);
 
 #endif /* CUABI_INTERNAL_H */

@@ -71,11 +71,51 @@ static void test_after_load(void **state)
     assert_string_equal(cuabi_error_name((CUresult)123456), "CUABI_UNKNOWN_RESULT_CODE");
 }
 
+/* cuGetErrorName/cuGetErrorString through cuabi name cuabi's own codes
+ * themselves: the driver has never heard of them. */
+static void test_driver_functions_name_own_codes(void **state)
+{
+    (void)state;
+    const char *s = NULL;
+    check_cu(cuabi_cuGetErrorName(CUABI_ERROR_BAD_SIGNATURE, &s));
+    assert_string_equal(s, "CUABI_ERROR_BAD_SIGNATURE");
+    check_cu(cuabi_cuGetErrorString(CUABI_ERROR_BAD_SIGNATURE, &s));
+    assert_string_equal(s, cuabi_error_string(CUABI_ERROR_BAD_SIGNATURE));
+}
+
+/* With a driver, CUDA's codes are the driver's to describe (the fake uses
+ * its own words). */
+static void test_driver_functions_ask_the_driver_for_cuda_codes(void **state)
+{
+    (void)state;
+    const char *s = NULL;
+    check_cu(cuabi_cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_string_equal(s, "out of memory");
+    check_cu(cuabi_cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_string_equal(s, "CUDA_ERROR_OUT_OF_MEMORY");
+}
+
+/* A code nobody knows gets the driver's own answer: invalid value, NULL. */
+static void test_driver_functions_refuse_unknown_codes(void **state)
+{
+    (void)state;
+    const char *s = "unchanged";
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuGetErrorName((CUresult)123456, &s));
+    assert_null(s);
+    s = "unchanged";
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuGetErrorString((CUresult)100999, &s));
+    assert_null(s);
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_before_load),
         cmocka_unit_test(test_after_load),
+        cmocka_unit_test(test_driver_functions_name_own_codes),
+        cmocka_unit_test(test_driver_functions_ask_the_driver_for_cuda_codes),
+        cmocka_unit_test(test_driver_functions_refuse_unknown_codes),
     };
     return cmocka_run_group_tests_name("error names and strings", tests, NULL, NULL);
 }

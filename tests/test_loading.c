@@ -128,9 +128,16 @@ static void fake_driver(void)
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_set_default_stream_mode(2));
     check_cu(cuabi_cuInit(0));
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_driver_version(NULL));
+    /* In legacy mode cuGetProcAddress's flags reach the driver as given. */
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult found;
+    struct fakecuda_request request;
     /* Nothing was resolved eagerly: a handful of look-ups, not one per entry point. */
     uint64_t asked = ((fakecuda_request_total_fn)fake_symbol("fakecuda_request_total"))();
     assert_in_range(asked, 1, 8);
+    check_cu(cuabi_cuGetProcAddress("cuStreamQuery", &fn, 7000, CU_GET_PROC_ADDRESS_DEFAULT, &found));
+    assert_true(fake_request_info("cuStreamQuery", &request));
+    assert_int_equal(request.flags, CU_GET_PROC_ADDRESS_DEFAULT);
 }
 
 static void no_driver(void)
@@ -142,6 +149,18 @@ static void no_driver(void)
     assert_contains(report, "libcuda.so.1 through the system search: dlopen failed");
     assert_contains(report, "/usr/local/nvidia/lib64/libcuda.so.1: not present");
     assert_contains(report, "install the NVIDIA driver");
+    /* The idiom cuGetErrorName(rc, &s); printf("%s", s) names the code with no driver. */
+    const char *s = NULL;
+    check_cu(cuabi_cuGetErrorName(CUABI_ERROR_DRIVER_NOT_FOUND, &s));
+    assert_string_equal(s, "CUABI_ERROR_DRIVER_NOT_FOUND");
+    check_cu(cuabi_cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_string_equal(s, "CUDA_ERROR_OUT_OF_MEMORY");
+    check_cu(cuabi_cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    assert_string_equal(s, cuabi_error_string(CUDA_ERROR_OUT_OF_MEMORY));
+    s = "unchanged";
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuGetErrorName((CUresult)123456, &s));
+    assert_null(s);
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, NULL));
 }
 
 static void toolkit_stub(void)
@@ -221,6 +240,12 @@ static void old_driver(void)
     assert_true(fake_request_info("cuArrayCreate", &asked));
     assert_int_equal(asked.count, 1); /* remembered, not asked again */
     assert_contains(cuabi_driver_report(), "opened");
+    /* Codes newer than this driver are named from cuabi's table. */
+    const char *s = NULL;
+    check_cu(cuabi_cuGetErrorName(CUDA_ERROR_KEY_ROTATION, &s));
+    assert_string_equal(s, "CUDA_ERROR_KEY_ROTATION");
+    check_cu(cuabi_cuGetErrorString(CUDA_ERROR_KEY_ROTATION, &s));
+    assert_string_equal(s, cuabi_error_string(CUDA_ERROR_KEY_ROTATION));
 }
 
 static void bad_stream_mode(const char *value)
@@ -254,6 +279,16 @@ static void per_thread_mode(void)
     assert_true(fake_request_info("cuStreamSynchronize", &asked));
     assert_int_equal(asked.version, 7000); /* the _ptsz variant */
     check_cu(cuabi_cuDevicePrimaryCtxRelease(0));
+    /* cuGetProcAddress without a stream flag gets the per-thread one, as with
+     * cuda.h's inline cuGetProcAddress_v2_ptsz; an explicit flag stays. */
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult found;
+    check_cu(cuabi_cuGetProcAddress("cuStreamQuery", &fn, 7000, CU_GET_PROC_ADDRESS_DEFAULT, &found));
+    assert_true(fake_request_info("cuStreamQuery", &asked));
+    assert_int_equal(asked.flags, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    check_cu(cuabi_cuGetProcAddress("cuStreamQuery", &fn, 7000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found));
+    assert_true(fake_request_info("cuStreamQuery", &asked));
+    assert_int_equal(asked.flags, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
 }
 
 static void set_mode_beats_env(void)

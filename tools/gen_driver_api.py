@@ -160,16 +160,6 @@ def prepared_headers(cuda_include: Path, work: Path) -> None:
         (work / name).write_text((cuda_include / name).read_text())
 
 
-def rename_table(cuda_include: Path) -> dict[str, str]:
-    """User name -> the name cuda.h's rename macro points at (body text, unexpanded)."""
-    table = {}
-    for line in (cuda_include / "cuda.h").read_text().splitlines():
-        m = RENAME_MACRO.match(line)
-        if m:
-            table[m.group(1)] = m.group(2)
-    return table
-
-
 def expand_names(cuda_include: Path, names: list[str], per_thread: bool) -> dict[str, str]:
     """What each name becomes after cuda.h's macros, in legacy or per-thread mode."""
     probe = "#include <cuda.h>\n#include <cudaProfiler.h>\n" + "".join(
@@ -283,6 +273,7 @@ class EntryPoint:
     params: list[Param]
     driver_name: str = ""
     symbol: str = ""     # what cuda.h's macros turn the name into (cuMemAlloc -> cuMemAlloc_v2)
+    ptds_symbol: str = ""  # the same with CUDA_API_PER_THREAD_DEFAULT_STREAM (cuMemcpy_ptds)
     version: int = 0
     ptds_version: int = 0
     version_source: str = ""
@@ -527,6 +518,7 @@ def pin_versions(h: Headers, eps: list[EntryPoint], cuda_include: Path) -> None:
             ep.version_source = ("no PFN typedef in cudaTypedefs.h; pinned at CUDA_VERSION "
                                  f"{EXPECTED_CUDA_VERSION}, whose signature is the one declared")
         ptds_target = ptds[ep.name]
+        ep.ptds_symbol = ptds_target
         if ptds_target.endswith(("_ptds", "_ptsz")):
             suffix = ptds_target[-5:]
             per_thread = [v for v, s, _ in matching if s == suffix]
@@ -1007,30 +999,56 @@ def write_functions(eps: list[EntryPoint], ver: str) -> str:
     return "".join(out)
 
 
-def write_compat(eps: list[EntryPoint], renames: dict[str, str], ver: str) -> str:
+def write_compat(eps: list[EntryPoint], ver: str) -> str:
     out = [banner("c", ver),
            "/* A drop-in cuda.h for existing driver-API code: compile with\n"
            " * -I<prefix>/include/cuabi/compat -I<prefix>/include and link with -lcuabi.\n"
-           " * Every cuXxx name becomes a call of cuabi_cuXxx; no CUDA toolkit is needed. */\n",
+           " * Every cuXxx name becomes a call of cuabi_cuXxx; no CUDA toolkit is needed.\n"
+           " * What differs from the toolkit's cuda.h, and why: docs/abi.md. */\n",
            "#ifndef CUABI_COMPAT_CUDA_H\n#define CUABI_COMPAT_CUDA_H\n\n",
+           "/* The toolkit's own cuda.h came first: the two cannot share a file, and the\n"
+           " * rest of this one is skipped so that this error is the only one. */\n"
+           "#if defined(__cuda_cuda_h__) && !defined(CUABI_H)\n"
+           "#error \"the CUDA toolkit's cuda.h was included before cuabi's; a toolkit header that "
+           "includes \\\"cuda.h\\\" from its own folder (cudaEGL.h, cudaEGLTypedefs.h) must come "
+           "after #include <cuda.h>\"\n#else\n\n",
+           "/* The toolkit's cuda.h includes these; code may rely on them. */\n"
+           "#include <stdlib.h>\n#include <stdint.h>\n\n",
+           "/* cuabi.h also defines __cuda_cuda_h__: code that tests whether cuda.h was\n"
+           " * included sees that it was, and the toolkit's cuda.h adds nothing after it. */\n"
            "#include <cuabi.h>\n\n",
-           "/* Code that tests whether cuda.h was included sees that it was. */\n",
-           "#ifndef __cuda_cuda_h__\n#define __cuda_cuda_h__\n#endif\n\n"]
+           "#if defined(CUDA_FORCE_API_VERSION)\n"
+           "#error \"CUDA_FORCE_API_VERSION is not supported: cuabi, like CUDA 13's cuda.h, offers "
+           "only the current driver API\"\n#endif\n\n",
+           "/* cuda.h's per-thread default stream switch.  cuabi chooses the default stream\n"
+           " * for the whole process (docs/abi.md), so a file built with it asks cuabi for\n"
+           " * the per-thread default stream before main() runs. */\n"
+           "#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)\n"
+           "#define __CUDA_API_PER_THREAD_DEFAULT_STREAM\n"
+           "#define __CUDA_API_PTDS(api) api ## _ptds\n"
+           "#define __CUDA_API_PTSZ(api) api ## _ptsz\n"
+           "static void cuabi_compat_per_thread_default_stream(void) __attribute__((constructor, used));\n"
+           "static void cuabi_compat_per_thread_default_stream(void)\n"
+           "{\n    (void)cuabi_set_default_stream_mode(1);\n}\n"
+           "#else\n"
+           "#define __CUDA_API_PTDS(api) api\n"
+           "#define __CUDA_API_PTSZ(api) api\n"
+           "#endif\n\n"]
     names = {ep.name for ep in eps}
     for ep in sorted(eps, key=lambda e: e.name):
         out.append(f"#define {ep.name} cuabi_{ep.name}\n")
-    # versioned spellings (cuMemAlloc_v2) that some code calls directly
+    # the spellings cuda.h's macros turn the names into, in either stream mode
+    # (cuMemAlloc_v2, cuMemcpy_ptds), which some code calls directly
     aliases = {}
-    for user, body in renames.items():
-        m = re.match(r"(?:__CUDA_API_PT[DS][SZ]\(\s*)?(\w+)", body)
-        target = m.group(1) if m else body
-        if user in names and target not in names and target != user:
-            aliases[target] = user
+    for ep in eps:
+        for spelling in (ep.symbol, ep.ptds_symbol):
+            if spelling and spelling != ep.name and spelling not in names:
+                aliases[spelling] = ep.name
     if aliases:
-        out.append("\n/* Versioned names that cuda.h maps the names above to. */\n")
-        for target in sorted(aliases):
-            out.append(f"#define {target} cuabi_{aliases[target]}\n")
-    out.append("\n#endif /* CUABI_COMPAT_CUDA_H */\n")
+        out.append("\n/* The versioned and per-thread spellings cuda.h maps the names above to. */\n")
+        for spelling in sorted(aliases):
+            out.append(f"#define {spelling} cuabi_{aliases[spelling]}\n")
+    out.append("\n#endif /* the toolkit's cuda.h came first */\n#endif /* CUABI_COMPAT_CUDA_H */\n")
     return "".join(out)
 
 
@@ -1066,6 +1084,20 @@ def write_entry_table_c(eps: list[EntryPoint], ver: str) -> str:
     return "".join(out)
 
 
+# Entry points whose exported function lib/wrapped.c writes by hand around the generated
+# forwarder (then named cuabi__forward_<name>, internal): cuGetErrorName and cuGetErrorString
+# answer from cuabi's table where the driver cannot, and cuGetProcAddress adds the per-thread
+# flag in per-thread mode, as cuda.h's inline cuGetProcAddress_v2_ptsz does.
+WRAPPED = {"cuGetErrorName", "cuGetErrorString", "cuGetProcAddress"}
+
+
+def exported_as(ep: EntryPoint) -> str:
+    """The start of a forwarder's definition: exported, or internal for a wrapped one."""
+    if ep.name in WRAPPED:
+        return f"CUABI_INTERNAL CUresult cuabi__forward_{ep.name}"
+    return f"CUABI_API CUresult cuabi_{ep.name}"
+
+
 def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
     eps = sorted(eps, key=lambda e: e.index)
     out = [banner("c", ver),
@@ -1089,7 +1121,7 @@ def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
             f"    CUresult status = cuabi__resolve({ep.index}, &resolved);\n"
             f"    return status != CUDA_SUCCESS ? status : (({pfn})resolved)({args});\n"
             "}\n"
-            f"CUABI_API CUresult cuabi_{ep.name}({params})\n"
+            f"{exported_as(ep)}({params})\n"
             "{\n"
             f"    void *resolved = atomic_load_explicit(&cuabi__slots[{ep.index}], "
             "memory_order_acquire);\n"
@@ -1217,7 +1249,7 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
             {
                 "index": ep.index, "name": ep.name, "node": ep.node,
                 "driver_name": ep.driver_name,
-                "cuda_h_symbol": ep.symbol,
+                "cuda_h_symbol": ep.symbol, "cuda_h_ptds_symbol": ep.ptds_symbol,
                 "version": ep.version, "ptds_version": ep.ptds_version,
                 "version_source": ep.version_source, "ptds_version_source": ep.ptds_source,
                 "signature": ep.signature,
@@ -1271,6 +1303,9 @@ def generate(cuda_include: Path) -> dict[str, str]:
             defines_json[name] = number
             known[name] = number
             probe_defines.append(name)
+    missing = WRAPPED - {ep.name for ep in eps}
+    if missing:
+        raise GeneratorError(f"WRAPPED names entry points the headers do not declare: {missing}")
     nodes = read_abi_map()
     assign_nodes(eps, nodes)
 
@@ -1281,7 +1316,7 @@ def generate(cuda_include: Path) -> dict[str, str]:
     return {
         "include/cuabi/driver_types.h": types_h,
         "include/cuabi/driver_functions.h": functions_h,
-        "include/cuabi/compat/cuda.h": write_compat(eps, rename_table(cuda_include), ver),
+        "include/cuabi/compat/cuda.h": write_compat(eps, ver),
         "include/cuabi/compat/cudaProfiler.h": write_compat_profiler(ver),
         "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, cuda_version,
                                                       result_codes, own_table, records),

@@ -37,11 +37,18 @@ message(STATUS "find_package(cuabi CONFIG): ${RUN_OUTPUT}")
 if(NOT RUN_OUTPUT MATCHES "driver 13000")
   message(FATAL_ERROR "the CMake-built consumer did not reach the driver: ${RUN_OUTPUT}")
 endif()
+run(${CMAKE_COMMAND} -E env CUABI_LIBCUDA=${FAKE_DRIVER} "${WORK_DIR}/cmake-build/compat_consumer")
+message(STATUS "cuabi::compat: ${RUN_OUTPUT}")
+if(NOT RUN_OUTPUT MATCHES "saxpy on [0-9]+ elements: correct")
+  message(FATAL_ERROR "the program built through cuabi::compat did not run: ${RUN_OUTPUT}")
+endif()
 
 # 2. pkg-config.
 find_program(PKG_CONFIG pkg-config REQUIRED)
 file(GLOB pcdirs "${prefix}/lib*/pkgconfig")
-run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdirs} ${PKG_CONFIG} --cflags --libs cuabi)
+# Only cuabi's own .pc file is visible: a consumer needs no libffi.pc (libffi is
+# a private dependency of the shared library).
+run(${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${pcdirs} PKG_CONFIG_PATH= ${PKG_CONFIG} --cflags --libs cuabi)
 string(STRIP "${RUN_OUTPUT}" flags)
 separate_arguments(flags UNIX_COMMAND "${flags}")
 run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdirs} ${PKG_CONFIG} --variable=driver_api_json cuabi)

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The macros a translation unit sees after `#include <cuda.h>` and
+`#include <cudaProfiler.h>` are the same with cuabi's compat headers as with
+the toolkit's, in C and C++, in legacy and per-thread default stream mode
+(gcc -dM -E), but for the differences listed in DIFFERENCES, each of which
+docs/abi.md ("The compat cuda.h") names and explains. Every cuXxx macro of the
+toolkit (a rename such as cuMemAlloc -> cuMemAlloc_v2) exists in the compat
+header too, mapped to cuabi's forwarder.
+
+usage: check_macros.py SOURCE_DIR CUDA_INCLUDE_DIR
+Exits 77 (skipped) where the toolkit's headers are absent.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SKIPPED = 77
+
+# name pattern -> why the compat header may have it where the toolkit's has not (or
+# not with the same value). docs/abi.md must name each pattern's example.
+DIFFERENCES = {
+    r"CUABI_\w+|cuabi_\w+": ("CUABI_VERSION", "cuabi's own API, result-code list and guards"),
+    r"cu[A-Z]\w*": ("cuMemAlloc", "every driver name maps to cuabi's forwarder (cuabi_cuMemAlloc), "
+                    "also the versioned and per-thread spellings cuda.h renames it to "
+                    "(cuMemAlloc_v2, cuMemcpy_ptds)"),
+    r"offsetof|_GXX_NULLPTR_T|_GCC_\w+|_\w*PTRDIFF\w*|__DEFINED_ptrdiff_t|_ANSI_STDDEF_H"
+    r"|_STDDEF_H_?|___int_ptrdiff_t_h":
+        ("<stddef.h>", "cuabi.h includes <stddef.h> for size_t, so its macros come along"),
+}
+
+
+def macros(cc: str, flags: list[str], includes: list[str]) -> dict[str, str]:
+    with tempfile.NamedTemporaryFile("w", suffix=".h", delete=False) as f:
+        f.write("#include <cuda.h>\n#include <cudaProfiler.h>\n")
+    try:
+        out = subprocess.run([cc, *flags, "-dM", "-E", *includes, f.name],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    table = {}
+    for line in out.splitlines():
+        m = re.match(r"#define (\w+)(\([^)]*\))?(?: (.*))?$", line)
+        if m:
+            table[m.group(1)] = (m.group(2) or "") + " " + (m.group(3) or "")
+    return table
+
+
+def allowed(name: str) -> bool:
+    return any(re.fullmatch(pattern, name) for pattern in DIFFERENCES)
+
+
+def main() -> int:
+    source, cuda_include = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    if not (cuda_include / "cuda.h").exists():
+        print(f"skipped: {cuda_include}/cuda.h is absent, so there is nothing to compare with")
+        return SKIPPED
+    docs = (source / "docs" / "abi.md").read_text()
+    failures = [f"docs/abi.md does not explain the difference '{example}' ({why})"
+                for example, why in DIFFERENCES.values() if f"`{example}`" not in docs]
+    toolkit = [f"-I{cuda_include}"]
+    cuabi = [f"-I{source}/include/cuabi/compat", f"-I{source}/include", f"-I{cuda_include}"]
+    compared = 0
+    for language in ("c", "c++"):
+        for mode in ([], ["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"]):
+            label = f"{language}{' per-thread' if mode else ''}"
+            flags = ["-x", language, *mode]
+            theirs = macros("gcc", flags, toolkit)
+            ours = macros("gcc", flags, cuabi)
+            compared += len(theirs)
+            for name in sorted(set(theirs) - set(ours)):
+                failures.append(f"{label}: {name} is defined by the toolkit's cuda.h, not by cuabi's")
+            for name in sorted(set(ours) - set(theirs)):
+                if not allowed(name):
+                    failures.append(f"{label}: {name} is defined by cuabi's cuda.h only "
+                                    f"(= {ours[name].strip()})")
+            for name in sorted(set(ours) & set(theirs)):
+                if ours[name] == theirs[name]:
+                    continue
+                if re.fullmatch(r"cu[A-Z]\w*", name) and ours[name].strip().startswith("cuabi_cu"):
+                    continue
+                failures.append(f"{label}: {name} is {theirs[name].strip()!r} in the toolkit's "
+                                f"cuda.h, {ours[name].strip()!r} in cuabi's")
+    print("\n".join(failures) or
+          f"macros agree: {compared} toolkit macros over C, C++, legacy and per-thread; "
+          f"{len(DIFFERENCES)} kinds of difference, each explained in docs/abi.md")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
