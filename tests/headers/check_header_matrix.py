@@ -217,6 +217,26 @@ def main() -> int:
                       .replace("cuInit", "cuabi_cuInit"), cc),
                  Case("the toolkit's cuda.h then cuabi.h", "c", "c11",
                       f"#include <cuda.h>\n#include <cuabi.h>\n{USE}", cc)]
+        # cuabi's own codes are values of CUresult: a switch over them, and constants
+        # made of them, compile cleanly with -Werror=switch in C and C++.
+        switch = ("#include <cuda.h>\nint cuabi_matrix_kind(CUresult rc);\n"
+                  "int cuabi_matrix_kind(CUresult rc)\n{\n    switch (rc) {\n"
+                  "    case CUDA_SUCCESS: return 0;\n"
+                  "    case CUABI_ERROR_DRIVER_NOT_FOUND: return 1;\n"
+                  "    case CUABI_ERROR_ENTRY_POINT_NOT_FOUND: return 2;\n"
+                  "    default: return 3;\n    }\n}\n")
+        for comp, lang, std, extra in (("gcc", "c", "c11", ""), ("g++", "c++", "c++17",
+                                       "extern const CUresult cuabi_matrix_code;\nconstexpr CUresult "
+                                       "cuabi_matrix_code = CUABI_ERROR_DRIVER_TOO_OLD;\n"),
+                                       ("clang++", "c++", "c++17",
+                                        "extern const CUresult cuabi_matrix_code;\nconstexpr "
+                                        "CUresult cuabi_matrix_code = CUABI_ERROR_DRIVER_TOO_OLD;\n")):
+            if not shutil.which(comp):
+                continue
+            case = Case(f"own codes in a switch, {comp} {std}", lang, std, switch + extra, comp)
+            ok, _, output = compile_case(case, cuabi + ["-Werror=switch", "-Werror"], work, "own")
+            if not ok:
+                failures.append(f"{case.name}: does not compile:\n{output[:800]}")
         plain = [f"-I{source}/include", f"-I{cuda_include}"]
         ok, _, output = compile_case(mixed[0], plain, work, "mixed")
         if not ok:
