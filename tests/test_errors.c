@@ -52,6 +52,63 @@ static void test_before_load(void **state)
     assert_false(driver_in_process());
 }
 
+/* Every row of cuabi/result_codes.h: its enumerator has its value, and the
+ * name and text functions answer with that row's name and text. */
+static void test_own_codes_answer_from_their_row(void **state)
+{
+    (void)state;
+    size_t rows = 0;
+#define CHECK_ROW(name, value, kind, text, advice)                                   \
+    assert_int_equal((int)CUABI_ERROR_##name, value);                               \
+    assert_string_equal(cuabi_error_name(CUABI_ERROR_##name), "CUABI_ERROR_" #name); \
+    assert_string_equal(cuabi_error_string(CUABI_ERROR_##name), text);              \
+    rows++;
+    CUABI_RESULT_CODE_MAP(CHECK_ROW)
+#undef CHECK_ROW
+    assert_int_equal(rows, sizeof own_codes / sizeof own_codes[0]);
+}
+
+/* The built-in table names every CUresult enumerator of cuda.h 13.0 (the list
+ * the generator took from the headers) by its own name, with a text of its
+ * own, before any driver is loaded. */
+static void test_builtin_table_covers_every_cuda_code(void **state)
+{
+    (void)state;
+    static const struct {
+        CUresult code;
+        const char *name;
+    } codes[] = {
+#define CUABI_PROBE_TYPE(T)
+#define CUABI_PROBE_FIELD(T, member)
+#define CUABI_PROBE_DEFINE(NAME)
+#define CUABI_PROBE_ENUM(NAME) { (CUresult)(NAME), #NAME },
+#include "generated/layout_probe.h"
+#undef CUABI_PROBE_TYPE
+#undef CUABI_PROBE_FIELD
+#undef CUABI_PROBE_DEFINE
+#undef CUABI_PROBE_ENUM
+    };
+    const char *unknown = cuabi_error_string((CUresult)123456);
+    size_t checked = 0;
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        if (strncmp(codes[i].name, "CUDA_ERROR_", 11) != 0 && strcmp(codes[i].name, "CUDA_SUCCESS") != 0)
+            continue;
+        if (strcmp(cuabi_error_name(codes[i].code), codes[i].name) != 0)
+            print_error("%s (%d) is named %s\n", codes[i].name, (int)codes[i].code,
+                        cuabi_error_name(codes[i].code));
+        assert_string_equal(cuabi_error_name(codes[i].code), codes[i].name);
+        const char *text = cuabi_error_string(codes[i].code);
+        assert_string_not_equal(text, unknown);
+        for (size_t j = 0; j < i; j++)
+            if (strncmp(codes[j].name, "CUDA_", 5) == 0 && codes[j].code != codes[i].code &&
+                strcmp(cuabi_error_string(codes[j].code), text) == 0)
+                fail_msg("%s and %s share the text \"%s\"", codes[i].name, codes[j].name, text);
+        checked++;
+    }
+    assert_true(checked >= 100);
+    assert_false(driver_in_process());
+}
+
 /* Once the driver is loaded, CUDA's codes are described by the driver: the
  * fake describes them in its own words, which differ from cuabi's table. */
 static void test_after_load(void **state)
@@ -112,6 +169,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_before_load),
+        cmocka_unit_test(test_own_codes_answer_from_their_row),
+        cmocka_unit_test(test_builtin_table_covers_every_cuda_code),
         cmocka_unit_test(test_after_load),
         cmocka_unit_test(test_driver_functions_name_own_codes),
         cmocka_unit_test(test_driver_functions_ask_the_driver_for_cuda_codes),
