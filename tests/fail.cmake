@@ -1,0 +1,2 @@
+# cmake -DMESSAGE=... -P fail.cmake: a ctest entry that fails, saying why.
+message(FATAL_ERROR "${MESSAGE}")
