@@ -86,6 +86,37 @@ static void test_contexts(void **state)
     assert_cu(CUDA_ERROR_INVALID_CONTEXT, cuabi_cuCtxDestroy(primary));
 }
 
+/* The deprecated usage count that PyCUDA still releases its contexts with. */
+static void test_context_attach_detach(void **state)
+{
+    (void)state;
+    CUcontext primary, created, attached, current;
+    int major = 0, minor = -1;
+    check_cu(cuabi_cuDeviceComputeCapability(&major, &minor, 0));
+    assert_int_equal(major, 9);
+    assert_int_equal(minor, 0);
+    assert_cu(CUDA_ERROR_INVALID_DEVICE, cuabi_cuDeviceComputeCapability(&major, &minor, 1));
+    check_cu(cuabi_cuCtxGetCurrent(&primary));
+    assert_cu(CUDA_ERROR_INVALID_CONTEXT, cuabi_cuCtxAttach(&attached, 0)); /* primary */
+    assert_cu(CUDA_ERROR_INVALID_CONTEXT, cuabi_cuCtxDetach(primary));
+
+    check_cu(cuabi_cuCtxCreate(&created, NULL, 0, 0));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuCtxAttach(&attached, 1));
+    check_cu(cuabi_cuCtxAttach(&attached, 0));
+    assert_ptr_equal(attached, created);
+    check_cu(cuabi_cuCtxDetach(created)); /* usage 2 -> 1: stays, and stays current */
+    assert_int_equal(fake_live_objects("contexts"), 1);
+    check_cu(cuabi_cuCtxGetCurrent(&current));
+    assert_ptr_equal(current, created);
+    check_cu(cuabi_cuCtxPopCurrent(NULL));
+    assert_cu(CUDA_ERROR_INVALID_CONTEXT, cuabi_cuCtxDetach(created)); /* not current */
+    check_cu(cuabi_cuCtxPushCurrent(created));
+    check_cu(cuabi_cuCtxDetach(created)); /* usage 1 -> 0: destroyed and popped */
+    assert_int_equal(fake_live_objects("contexts"), 0);
+    check_cu(cuabi_cuCtxGetCurrent(&current));
+    assert_ptr_equal(current, primary);
+}
+
 /* ------------------------------------------------------------------ memory */
 
 static void test_memory_roundtrip(void **state)
@@ -304,6 +335,10 @@ static void test_module_and_launch(void **state)
     assert_string_equal(fname, "saxpy");
     check_cu(cuabi_cuFuncGetAttribute(&nregs, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, saxpy));
     assert_int_equal(nregs, 1024);
+    check_cu(cuabi_cuFuncSetBlockShape(saxpy, 32, 8, 4));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuFuncSetBlockShape(saxpy, 64, 8, 4)); /* 2048 threads */
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuFuncSetBlockShape(saxpy, 0, 1, 1));
+    assert_cu(CUDA_ERROR_INVALID_HANDLE, cuabi_cuFuncSetBlockShape((CUfunction)mod, 1, 1, 1));
     check_cu(cuabi_cuModuleGetGlobal(&counter, &counter_size, mod, "counter"));
     assert_int_equal(counter_size, 16);
     assert_int_equal(*(const unsigned char *)(uintptr_t)counter, 0); /* globals start zeroed */
@@ -620,6 +655,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_contexts),
+        cmocka_unit_test(test_context_attach_detach),
         cmocka_unit_test(test_memory_roundtrip),
         cmocka_unit_test(test_memory_kinds),
         cmocka_unit_test(test_memory_needs_context),

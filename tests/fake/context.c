@@ -166,6 +166,19 @@ static CUresult fake_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
     return CUDA_SUCCESS;
 }
 
+/* Deprecated, but still in cuda.h 13.0 and still what PyCUDA asks. */
+static CUresult fake_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+    CUresult r = fake_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (major == NULL || minor == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *major = attribute_value(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    *minor = attribute_value(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    return CUDA_SUCCESS;
+}
+
 /* ----------------------------------------------------------------- contexts */
 
 static void context_destroy(struct fake_object *self)
@@ -184,6 +197,7 @@ static struct fake_context *context_new(CUdevice dev, unsigned flags, int primar
     ctx->device = dev;
     ctx->flags = flags;
     ctx->primary = primary;
+    ctx->usage = 1;
     fake_lock();
     ctx->id = next_context_id++;
     fake_unlock();
@@ -230,6 +244,42 @@ static CUresult fake_cuCtxDestroy(CUcontext ctx)
     else if (c->primary)
         r = CUDA_ERROR_INVALID_CONTEXT; /* primary contexts go through cuDevicePrimaryCtxRelease */
     else {
+        forget_context_on_this_thread(c);
+        fake_object_delete(c);
+    }
+    fake_unlock();
+    return r;
+}
+
+/* The deprecated usage count of created contexts (PyCUDA still releases its
+ * contexts with cuCtxDetach).  Primary contexts have retain/release instead. */
+static CUresult fake_cuCtxAttach(CUcontext *pctx, unsigned int flags)
+{
+    if (pctx == NULL || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_context *c;
+    fake_lock();
+    CUresult r = fake_require_context(&c);
+    if (r == CUDA_SUCCESS && c->primary)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS) {
+        c->usage++;
+        *pctx = (CUcontext)c;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuCtxDetach(CUcontext ctx)
+{
+    if (!fake_is_initialized())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    struct fake_context *c = (struct fake_context *)ctx;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(c, FAKE_CONTEXT) || c->primary || fake_current_context_raw() != c)
+        r = CUDA_ERROR_INVALID_CONTEXT; /* it must be a created context, current here */
+    else if (--c->usage == 0) {
         forget_context_on_this_thread(c);
         fake_object_delete(c);
     }
@@ -504,8 +554,11 @@ const struct fake_impl fake_impls_context[] = {
     FAKE_IMPL("cuDeviceGetUuid", 11040, fake_cuDeviceGetUuid),
     FAKE_IMPL("cuDeviceGetPCIBusId", 4010, fake_cuDeviceGetPCIBusId),
     FAKE_IMPL("cuDeviceGetAttribute", 2000, fake_cuDeviceGetAttribute),
+    FAKE_IMPL("cuDeviceComputeCapability", 2000, fake_cuDeviceComputeCapability),
     FAKE_IMPL("cuCtxCreate", 12050, fake_cuCtxCreate),
     FAKE_IMPL("cuCtxDestroy", 4000, fake_cuCtxDestroy),
+    FAKE_IMPL("cuCtxAttach", 2000, fake_cuCtxAttach),
+    FAKE_IMPL("cuCtxDetach", 2000, fake_cuCtxDetach),
     FAKE_IMPL("cuCtxGetCurrent", 4000, fake_cuCtxGetCurrent),
     FAKE_IMPL("cuCtxSetCurrent", 4000, fake_cuCtxSetCurrent),
     FAKE_IMPL("cuCtxPushCurrent", 4000, fake_cuCtxPushCurrent),

@@ -72,6 +72,7 @@ struct fake_context {
     CUdevice device;
     unsigned flags;
     int primary;
+    unsigned usage; /* cuCtxCreate's 1, plus one per cuCtxAttach; cuCtxDetach destroys at 0 */
     unsigned long long id;
 };
 

@@ -764,6 +764,21 @@ static CUresult fake_cuFuncGetName(const char **name, CUfunction hfunc)
     return r;
 }
 
+/* The pre-4.0 launch API's block shape. PyCUDA still sets it before every
+ * cuLaunchKernel; the fake checks it as a launch would and keeps nothing, as
+ * it has no cuLaunch/cuLaunchGrid that would use it. */
+static CUresult fake_cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z)
+{
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(hfunc, FAKE_FUNCTION))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (x <= 0 || y <= 0 || z <= 0 || x > 1024 || y > 1024 || z > 64 || (int64_t)x * y * z > 1024)
+        r = CUDA_ERROR_INVALID_VALUE;
+    fake_unlock();
+    return r;
+}
+
 /* --------------------------------------------------------------- launches */
 
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
@@ -892,6 +907,7 @@ const struct fake_impl fake_impls_module[] = {
     FAKE_IMPL("cuFuncGetAttribute", 2020, fake_cuFuncGetAttribute),
     FAKE_IMPL("cuFuncSetAttribute", 9000, fake_cuFuncSetAttribute),
     FAKE_IMPL("cuFuncGetName", 12030, fake_cuFuncGetName),
+    FAKE_IMPL("cuFuncSetBlockShape", 2000, fake_cuFuncSetBlockShape),
     FAKE_IMPL("cuLaunchKernel", 4000, fake_cuLaunchKernel),
     FAKE_IMPL_PT("cuLaunchKernel", 7000, fake_cuLaunchKernel),
     FAKE_IMPL("cuLaunchKernelEx", 11060, fake_cuLaunchKernelEx),
