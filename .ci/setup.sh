@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing cuabi needs on a fresh Debian 12 machine
 # (root): compilers, CMake, libffi, cmocka, valgrind, abigail-tools, PyPy, and
-# the Python packages. Safe to run again: it skips what is already there.
+# the Python packages (python3-venv and python3-dev build PyCUDA, whose own
+# Python packages tests/thirdparty/pycuda/run installs in a venv). Safe to run
+# again: it skips what is already there.
 # Sourced or run by ./test, ./run and .ci/run.
 set -euo pipefail
 
 CUABI_DEBS=(build-essential clang lld libclang-rt-dev cmake pkg-config libffi-dev libcmocka-dev
-            valgrind abigail-tools binutils python3 python3-pip pypy3 pypy3-venv)
+            valgrind abigail-tools binutils python3 python3-pip python3-venv python3-dev
+            pypy3 pypy3-venv)
 
 missing=()
 for pkg in "${CUABI_DEBS[@]}"; do
