@@ -370,6 +370,8 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
     } else if (cudaVersion > s->driver_version) {
         status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
         result = CUDA_ERROR_INVALID_VALUE;
+    } else if (strncmp(symbol, FAKECUDA_ECHO_PREFIX, strlen(FAKECUDA_ECHO_PREFIX)) == 0) {
+        result = fake_echo_resolve(symbol, cudaVersion, flags, pfn, &status);
     } else if (s->record_mode) {
         result = fake_record_resolve(symbol, cudaVersion, flags, pfn, &status);
     } else {

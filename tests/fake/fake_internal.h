@@ -192,6 +192,10 @@ extern const struct fake_impl fake_impls_driver[];
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,
                              void **pfn, CUdriverProcAddressQueryResult *status);
 
+/* Both modes: a recording closure for an echo entry point (record.c). */
+CUresult fake_echo_resolve(const char *symbol, int version, unsigned long long flags, void **pfn,
+                           CUdriverProcAddressQueryResult *status);
+
 #define FAKE_IMPL(name, version, fn) { name, version, 0, (void *)(fn) }
 #define FAKE_IMPL_PT(name, version, fn) { name, version, 1, (void *)(fn) }
 #define FAKE_IMPL_END { NULL, 0, 0, NULL }

@@ -29,6 +29,14 @@ extern "C" {
 #define FAKECUDA_NAME_MAX 96
 #define FAKECUDA_MAX_STRUCT 128
 
+/* In both modes, cuGetProcAddress_v2 resolves FAKECUDA_ECHO_PREFIX followed
+ * by signature letters (B H i I q Q z p f d, at most 32; "fakecuda_echo_dqzf")
+ * to a recording closure of that signature, at any version not above the
+ * driver's: calls of it are recorded like record mode's (fakecuda_record_last;
+ * requested_version and impl_version are the version asked for). An entry
+ * point no driver has, for testing cuabi_call with every kind of argument. */
+#define FAKECUDA_ECHO_PREFIX "fakecuda_echo_"
+
 /* One call of a recording closure (FAKECUDA_MODE=record). */
 struct fakecuda_call {
     char name[FAKECUDA_NAME_MAX];   /* driver name the closure was handed out for */
@@ -74,11 +82,13 @@ uint64_t fakecuda_live_allocations(void);
 uint64_t fakecuda_live_objects(const char *kind);
 /* Kernel launches executed so far (graph replays included). */
 uint64_t fakecuda_launch_count(void);
-/* Record mode: the CUresult every recording closure returns from now on. */
+/* Record mode (and echo entry points): the CUresult every recording closure
+ * returns from now on. */
 void fakecuda_record_set_result(int result);
-/* Record mode: calls recorded so far. */
+/* Record mode (and echo entry points): calls recorded so far. */
 uint64_t fakecuda_record_count(void);
-/* Record mode: copy of the last recorded call; 0 when there is none. */
+/* Record mode (and echo entry points): copy of the last recorded call; 0 when
+ * there is none. */
 int fakecuda_record_last(struct fakecuda_call *out);
 /* Record mode: the bytes of argument `index` of the last call when it is a
  * struct passed by value (members at their C offsets); copies at most size
