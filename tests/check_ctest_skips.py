@@ -5,14 +5,16 @@ Every check that cannot run in a configuration is decided when CMake
 configures and registered as a placeholder (label "placeholder"), which
 must report Skipped. Every other test must run: a test that skips at run
 time means something it needs went missing (a tool, the fake's feature, a
-file), and that would otherwise go unnoticed among the passes. The one
-exception is loading.no_driver, which cannot stage "no driver" on a machine
-with a libcuda.so.1 installed.
+file), and that would otherwise go unnoticed among the passes. The
+exceptions, each only where its condition holds: loading.no_driver cannot
+stage "no driver" on a machine with a libcuda.so.1 installed, and
+loading.secure_mode_ignores_environment needs root.
 
 usage: check_ctest_skips.py BUILD_DIR CTEST_OUTPUT_FILE
 """
 import ctypes.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,7 +27,8 @@ def system_libcuda():
 
 
 # Tests that may skip at run time, and when.
-RUNTIME_SKIPS = {"loading.no_driver": system_libcuda}
+RUNTIME_SKIPS = {"loading.no_driver": system_libcuda,
+                 "loading.secure_mode_ignores_environment": lambda: os.geteuid() != 0}
 
 
 def main():

@@ -308,6 +308,49 @@ FAKE_EXPORT uint64_t fakecuda_request_total(void)
     return total;
 }
 
+/* Injected failures: the next `remaining` requests for `name` fail with
+ * `result` (fakecuda_fail_requests). Caller holds the lock. */
+#define FAILURE_SLOTS 8
+static struct {
+    char name[FAKECUDA_NAME_MAX];
+    int result;
+    unsigned remaining;
+} failures[FAILURE_SLOTS];
+
+FAKE_EXPORT int fakecuda_fail_requests(const char *name, int result, unsigned times)
+{
+    int done = 0;
+    if (name == NULL || strlen(name) >= FAKECUDA_NAME_MAX)
+        return 0;
+    fake_lock();
+    for (unsigned i = 0; i < FAILURE_SLOTS && !done; i++) {
+        if (failures[i].remaining == 0 || strcmp(failures[i].name, name) == 0) {
+            strcpy(failures[i].name, name);
+            failures[i].result = result;
+            failures[i].remaining = times;
+            done = 1;
+        }
+    }
+    fake_unlock();
+    return done;
+}
+
+/* The injected failure for symbol, using one up; CUDA_SUCCESS when none. */
+static CUresult injected_failure(const char *symbol)
+{
+    CUresult r = CUDA_SUCCESS;
+    fake_lock();
+    for (unsigned i = 0; i < FAILURE_SLOTS; i++) {
+        if (failures[i].remaining != 0 && strcmp(failures[i].name, symbol) == 0) {
+            failures[i].remaining--;
+            r = (CUresult)failures[i].result;
+            break;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
 FAKE_EXPORT int fakecuda_is_record_mode(void)
 {
     return fake_settings()->record_mode;
@@ -362,6 +405,11 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
 
     if (pfn != NULL)
         *pfn = NULL;
+    if (symbol != NULL && (result = injected_failure(symbol)) != CUDA_SUCCESS) {
+        /* A driver failing before it looks the symbol up: no status written. */
+        note_request(symbol, cudaVersion, flags, result, (CUdriverProcAddressQueryResult)-1);
+        return result;
+    }
     if (symbol == NULL || pfn == NULL ||
         (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                                CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) != 0 ||

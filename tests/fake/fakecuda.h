@@ -72,6 +72,7 @@ typedef size_t (*fakecuda_record_struct_arg_fn)(unsigned index, void *out, size_
 typedef int (*fakecuda_request_info_fn)(const char *name, struct fakecuda_request *out);
 typedef uint64_t (*fakecuda_request_total_fn)(void);
 typedef int (*fakecuda_impl_version_fn)(const char *name, unsigned long long flags, int version);
+typedef int (*fakecuda_fail_requests_fn)(const char *name, int result, unsigned times);
 
 /* 1 in record mode, 0 in functional mode. */
 int fakecuda_is_record_mode(void);
@@ -98,6 +99,11 @@ size_t fakecuda_record_struct_arg(unsigned index, void *out, size_t size);
 int fakecuda_request_info(const char *name, struct fakecuda_request *out);
 /* Total cuGetProcAddress_v2 calls so far. */
 uint64_t fakecuda_request_total(void);
+/* The next `times` requests of cuGetProcAddress_v2 for name fail with result
+ * (a CUresult), before the symbol is looked up: *pfn is NULL and the status
+ * is not written, as with a driver failing for a reason of its own. 0 when
+ * the fake's table of pending failures (8) is full. */
+int fakecuda_fail_requests(const char *name, int result, unsigned times);
 /* Functional mode: the version of the variant of name that a request with
  * (flags, version) would get, 0 when none would, -1 when the fake does not
  * implement name at all. */
