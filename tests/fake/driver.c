@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- settings */
 
@@ -84,6 +85,7 @@ static void settings_init(void)
     settings.device_count = (int)env_integer("FAKECUDA_DEVICE_COUNT", 1, 0, FAKE_MAX_DEVICES);
     settings.init_result = (int)env_integer("FAKECUDA_INIT_RESULT", 0, 0, INT_MAX);
     settings.total_mem = (size_t)env_integer("FAKECUDA_TOTAL_MEM", 8LL << 30, 1 << 20, LLONG_MAX);
+    settings.probe_delay_ms = (int)env_integer("FAKECUDA_PROBE_DELAY_MS", 0, 0, 10000);
 }
 
 const struct fake_settings *fake_settings(void)
@@ -405,6 +407,12 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
 
     if (pfn != NULL)
         *pfn = NULL;
+    if (symbol != NULL && s->probe_delay_ms > 0 && strcmp(symbol, "cuGetProcAddress") == 0) {
+        /* A driver slow to answer the loader's first question: widens the
+         * window in which concurrent first calls could load twice. */
+        struct timespec delay = { s->probe_delay_ms / 1000, (long)(s->probe_delay_ms % 1000) * 1000000L };
+        nanosleep(&delay, NULL);
+    }
     if (symbol != NULL && (result = injected_failure(symbol)) != CUDA_SUCCESS) {
         /* A driver failing before it looks the symbol up: no status written. */
         note_request(symbol, cudaVersion, flags, result, (CUdriverProcAddressQueryResult)-1);

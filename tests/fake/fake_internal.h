@@ -20,6 +20,7 @@ struct fake_settings {
     int device_count;
     int init_result;       /* CUDA_SUCCESS unless FAKECUDA_INIT_RESULT says otherwise */
     size_t total_mem;
+    int probe_delay_ms;    /* FAKECUDA_PROBE_DELAY_MS: a slow answer to the loader's probe */
 };
 const struct fake_settings *fake_settings(void);
 
