@@ -133,6 +133,28 @@ class Fake:
     def launch_count(self):
         return self.lib.fakecuda_launch_count()
 
+    def request(self, name):
+        """(count, version, flags) of the driver's cuGetProcAddress_v2 requests for ``name``."""
+        info = (ctypes.c_uint64 * 4)()  # struct fakecuda_request: unsigned, int, u64 flags, int, int
+        if not self.lib.fakecuda_request_info(name.encode(), info):
+            return (0, 0, 0)
+        raw = bytes(info)
+        return (int.from_bytes(raw[0:4], sys.byteorder), int.from_bytes(raw[4:8], sys.byteorder, signed=True),
+                int.from_bytes(raw[8:16], sys.byteorder))
+
+    def last_call(self):
+        """(name, args) of the last call a recording closure saw (record mode, echo entry points)."""
+
+        class Call(ctypes.Structure):
+            _fields_ = [("name", ctypes.c_char * 96), ("requested_version", ctypes.c_int),
+                        ("requested_flags", ctypes.c_ulonglong), ("impl_version", ctypes.c_int),
+                        ("per_thread", ctypes.c_int), ("nargs", ctypes.c_uint),
+                        ("signature", ctypes.c_char * 33), ("args", ctypes.c_uint64 * 32)]
+
+        c = Call()
+        assert self.lib.fakecuda_record_last(ctypes.byref(c))
+        return c.name.decode(), list(c.args[:c.nargs])
+
 
 @pytest.fixture(scope="session")
 def fake():
