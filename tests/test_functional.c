@@ -12,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int setup(void **state)
-{
-    (void)state;
-    setup_primary_context();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    release_primary_context();
-    return 0;
-}
-
 /* ----------------------------------------------------------------- devices */
 
 static void test_devices(void **state)
@@ -732,5 +718,6 @@ int main(void)
         cmocka_unit_test(test_memory_pools),
         cmocka_unit_test(test_release_frees_context_memory),
     };
-    return cmocka_run_group_tests_name("functional fake driver", tests, setup, teardown);
+    return cmocka_run_group_tests_name("functional fake driver", tests,
+                                       group_setup_primary_context, group_release_primary_context);
 }

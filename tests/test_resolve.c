@@ -58,20 +58,6 @@ static void test_call_retries_failed_lookup(void **state)
     assert_int_equal(requests_for("cuDriverGetVersion"), before + 2);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    setup_primary_context();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    release_primary_context();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -79,5 +65,6 @@ int main(void)
         cmocka_unit_test(test_forwarder_remembers_missing_entry_point),
         cmocka_unit_test(test_call_retries_failed_lookup),
     };
-    return cmocka_run_group_tests_name("resolve: which failures are remembered", tests, setup, teardown);
+    return cmocka_run_group_tests_name("resolve: which failures are remembered", tests,
+                                       group_setup_primary_context, group_release_primary_context);
 }
