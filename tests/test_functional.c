@@ -2,7 +2,8 @@
  * The functional fake driver, driven through cuabi's forwarders as a program
  * (or the Python layer) would: devices, contexts, host-backed memory, copies,
  * memsets, streams, events, modules, launches, stream capture into graphs,
- * memory pools, and the fake's live-allocation counter. This is what makes
+ * managed-memory prefetch, kernel parameter info, memory pools, and the
+ * fake's live-allocation counter (graph editing: test_graphs.c). This is what makes
  * the fake trustworthy for the layers above: it refuses what a driver
  * refuses, and what it computes is checked here.
  */
