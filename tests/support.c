@@ -91,6 +91,20 @@ void release_primary_context(void)
     check_cu(cuabi_cuDevicePrimaryCtxRelease(0));
 }
 
+int group_setup_primary_context(void **state)
+{
+    (void)state;
+    setup_primary_context();
+    return 0;
+}
+
+int group_release_primary_context(void **state)
+{
+    (void)state;
+    release_primary_context();
+    return 0;
+}
+
 const char fake_module_image[] =
     "fakecuda-module\n"
     "# the kernels of tests/fake/kernels.c used by the tests\n"

@@ -47,6 +47,9 @@ void assert_contains_at(const char *haystack, const char *needle, const char *fi
 /* cuInit + primary context of device 0 made current; returns it. */
 CUcontext setup_primary_context(void);
 void release_primary_context(void);
+/* The same two as cmocka group setup and teardown functions. */
+int group_setup_primary_context(void **state);
+int group_release_primary_context(void **state);
 
 /* A module image in the fake's text format naming all kernels the tests use
  * and one 16-byte global "counter" (tests/fake/README.md). */

@@ -8,6 +8,8 @@
 #include "support.h"
 
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static void test_malformed_signatures(void **state)
 {
@@ -92,6 +94,133 @@ static void test_good_calls(void **state)
     check_cu(cuabi_cuDevicePrimaryCtxRelease(dev));
 }
 
+static struct fakecuda_call last_echo(void)
+{
+    struct fakecuda_call call;
+    memset(&call, 0, sizeof call);
+    assert_true(((fakecuda_record_last_fn)fake_symbol("fakecuda_record_last"))(&call));
+    return call;
+}
+
+static uint64_t bits_of_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static uint64_t bits_of_double(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* A copy of the size bytes at value, placed so that they end where an
+ * inaccessible page begins: reading the argument wider than its letter
+ * says (a float read as a double) faults instead of passing unnoticed. */
+static void *at_page_end(const void *value, size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(two != MAP_FAILED);
+    assert_int_equal(mprotect(two + page, (size_t)page, PROT_NONE), 0);
+    unsigned char *at = two + page - size;
+    memcpy(at, value, size);
+    return at;
+}
+
+/* Every signature letter reaches the callee as its C type, in registers and on the stack. */
+static void test_every_letter_reaches_the_callee(void **state)
+{
+    (void)state;
+    /* Values that only survive when passed at their full width and in the
+     * right register class: 64-bit ones beyond 32 bits, a float that is not
+     * a double's low half, negative 32-bit ones. */
+    int32_t i = -123456;
+    uint32_t u = 0x89ABCDEFu;
+    int64_t q = -(INT64_C(1) << 40) - 5;
+    uint64_t Q = UINT64_C(0xFEDCBA9876543210);
+    size_t z = ((size_t)1 << 40) + 7;
+    void *p = (void *)(uintptr_t)0x7F0011223344u;
+    float f = 1.25f;
+    double d = -2.0e100;
+    /* 24 parameters: more than the argument registers of both classes. */
+    static const char sig[] = "dqzfiIQpdqzfiIQpdqzfiIQp";
+    void *args[24];
+    uint64_t expected[24];
+    void *guarded[8] = { at_page_end(&d, sizeof d), at_page_end(&q, sizeof q), at_page_end(&z, sizeof z),
+                         at_page_end(&f, sizeof f), at_page_end(&i, sizeof i), at_page_end(&u, sizeof u),
+                         at_page_end(&Q, sizeof Q), at_page_end(&p, sizeof p) };
+    for (int k = 0; k < 24; k += 8) {
+        void *group[8];
+        memcpy(group, guarded, sizeof group);
+        uint64_t bits[8] = { bits_of_double(d), (uint64_t)q, (uint64_t)z, bits_of_float(f),
+                             (uint32_t)i, u, Q, (uint64_t)(uintptr_t)p };
+        memcpy(&args[k], group, sizeof group);
+        memcpy(&expected[k], bits, sizeof bits);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", FAKECUDA_ECHO_PREFIX, sig);
+    check_cu(cuabi_call(name, 0, sig, args));
+    struct fakecuda_call call = last_echo();
+    assert_string_equal(call.name, name);
+    assert_int_equal(call.nargs, 24);
+    for (int k = 0; k < 24; k++) {
+        if (call.args[k] != expected[k])
+            fail_msg("argument %d ('%c'): passed %#llx, the callee got %#llx", k, sig[k],
+                     (unsigned long long)expected[k], (unsigned long long)call.args[k]);
+    }
+    /* Each letter alone, as the only parameter. */
+    for (int k = 0; k < 8; k++) {
+        char one[2] = { sig[k], '\0' };
+        snprintf(name, sizeof name, "%s%s", FAKECUDA_ECHO_PREFIX, one);
+        check_cu(cuabi_call(name, 0, one, &args[k]));
+        call = last_echo();
+        assert_int_equal(call.nargs, 1);
+        if (call.args[0] != expected[k])
+            fail_msg("'%c' alone: passed %#llx, the callee got %#llx", sig[k],
+                     (unsigned long long)expected[k], (unsigned long long)call.args[0]);
+    }
+    /* The callee's result comes back unchanged. */
+    ((fakecuda_record_set_result_fn)fake_symbol("fakecuda_record_set_result"))(CUDA_ERROR_NOT_READY);
+    assert_cu(CUDA_ERROR_NOT_READY, cuabi_call(name, 0, "p", &args[7]));
+    ((fakecuda_record_set_result_fn)fake_symbol("fakecuda_record_set_result"))(CUDA_SUCCESS);
+}
+
+static unsigned requests_for(const char *name)
+{
+    struct fakecuda_request info;
+    return fake_request_info(name, &info) ? info.count : 0;
+}
+
+/* The cache tells calls apart by version and by signature, not only by name. */
+static void test_cache_key_has_version_and_signature(void **state)
+{
+    (void)state;
+    const char *name = FAKECUDA_ECHO_PREFIX "Q";
+    const unsigned before = requests_for(name);
+    uint64_t value = 42;
+    void *args[] = { &value };
+    check_cu(cuabi_call(name, 12000, "Q", args));
+    check_cu(cuabi_call(name, 12000, "Q", args));
+    assert_int_equal(requests_for(name), before + 1); /* the second call came from the cache */
+    assert_int_equal(last_echo().requested_version, 12000);
+
+    check_cu(cuabi_call(name, 12080, "Q", args)); /* another version: looked up again */
+    assert_int_equal(requests_for(name), before + 2);
+    assert_int_equal(last_echo().requested_version, 12080);
+    check_cu(cuabi_call(name, 12000, "Q", args)); /* and the first is still cached as it was */
+    assert_int_equal(requests_for(name), before + 2);
+    assert_int_equal(last_echo().requested_version, 12000);
+
+    check_cu(cuabi_call(name, 12000, "p", args)); /* another signature: looked up again */
+    assert_int_equal(requests_for(name), before + 3);
+    check_cu(cuabi_call(name, 12000, "z", args));
+    assert_int_equal(requests_for(name), before + 4);
+    assert_int_equal(last_echo().args[0], 42);
+}
+
 static void test_lookup_failures(void **state)
 {
     (void)state;
@@ -127,6 +256,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_malformed_signatures),
         cmocka_unit_test(test_good_calls),
+        cmocka_unit_test(test_every_letter_reaches_the_callee),
+        cmocka_unit_test(test_cache_key_has_version_and_signature),
         cmocka_unit_test(test_lookup_failures),
     };
     return cmocka_run_group_tests_name("cuabi_call and cuabi_get_proc", tests, NULL, NULL);

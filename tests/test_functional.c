@@ -2,7 +2,8 @@
  * The functional fake driver, driven through cuabi's forwarders as a program
  * (or the Python layer) would: devices, contexts, host-backed memory, copies,
  * memsets, streams, events, modules, launches, stream capture into graphs,
- * memory pools, and the fake's live-allocation counter. This is what makes
+ * managed-memory prefetch, kernel parameter info, memory pools, and the
+ * fake's live-allocation counter (graph editing: test_graphs.c). This is what makes
  * the fake trustworthy for the layers above: it refuses what a driver
  * refuses, and what it computes is checked here.
  */
@@ -11,20 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-static int setup(void **state)
-{
-    (void)state;
-    setup_primary_context();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    release_primary_context();
-    return 0;
-}
 
 /* ----------------------------------------------------------------- devices */
 
@@ -574,6 +561,103 @@ static void test_graph_capture_and_replay(void **state)
     assert_int_equal(fake_live_objects("graphs"), 0);
 }
 
+/* --------------------------------------------------------- managed memory */
+
+static int last_prefetch(CUmem_range_attribute attribute, CUdeviceptr p, size_t n)
+{
+    int value = 12345;
+    check_cu(cuabi_cuMemRangeGetAttribute(&value, sizeof value, attribute, p, n));
+    return value;
+}
+
+/* Prefetching checks its arguments and leaves the range's last prefetch location. */
+static void test_prefetch(void **state)
+{
+    (void)state;
+    CUdeviceptr m, d;
+    CUstream s;
+    const CUmemLocation device0 = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+    const CUmemLocation host = { CU_MEM_LOCATION_TYPE_HOST, 77 }; /* the id is ignored */
+    const CUmem_range_attribute where = CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION;
+    check_cu(cuabi_cuMemAllocManaged(&m, 3 * 4096, CU_MEM_ATTACH_GLOBAL));
+    check_cu(cuabi_cuMemAlloc(&d, 4096));
+    check_cu(cuabi_cuStreamCreate(&s, 0));
+    assert_int_equal(last_prefetch(where, m, 3 * 4096), CU_DEVICE_INVALID); /* never prefetched */
+
+    check_cu(cuabi_cuMemPrefetchAsync(m, 3 * 4096, device0, 0, s));
+    assert_int_equal(last_prefetch(where, m, 3 * 4096), 0);
+    assert_int_equal(last_prefetch(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, m, 3 * 4096),
+                     CU_MEM_LOCATION_TYPE_DEVICE);
+    assert_int_equal(last_prefetch(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, m, 3 * 4096), 0);
+    /* The middle page to the host: the whole range has no single location any more. */
+    check_cu(cuabi_cuMemPrefetchAsync(m + 4096 + 100, 10, host, 0, NULL));
+    assert_int_equal(last_prefetch(where, m + 4096, 4096), CU_DEVICE_CPU);
+    assert_int_equal(last_prefetch(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, m + 4096, 1),
+                     CU_MEM_LOCATION_TYPE_HOST);
+    assert_int_equal(last_prefetch(where, m, 3 * 4096), CU_DEVICE_INVALID);
+    assert_int_equal(last_prefetch(where, m + 2 * 4096, 4096), 0);
+
+    /* What a driver refuses. */
+    const CUmemLocation bad_device = { CU_MEM_LOCATION_TYPE_DEVICE, 5 };
+    const CUmemLocation bad_type = { CU_MEM_LOCATION_TYPE_INVALID, 0 };
+    const CUmemLocation bad_numa = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 3 };
+    assert_cu(CUDA_ERROR_INVALID_DEVICE, cuabi_cuMemPrefetchAsync(m, 4096, bad_device, 0, s));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 4096, bad_type, 0, s));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 4096, bad_numa, 0, s));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 4096, device0, 1, s));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(d, 4096, device0, 0, s)); /* not managed */
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 4 * 4096, device0, 0, s)); /* too long */
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 0, device0, 0, s));
+    assert_cu(CUDA_ERROR_INVALID_HANDLE, cuabi_cuMemPrefetchAsync(m, 4096, device0, 0, (CUstream)&s));
+    assert_int_equal(last_prefetch(where, m + 2 * 4096, 4096), 0); /* refused calls moved nothing */
+    int value;
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemRangeGetAttribute(&value, 8, where, m, 4096));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemRangeGetAttribute(&value, 4, where, d, 4096));
+
+    check_cu(cuabi_cuStreamDestroy(s));
+    check_cu(cuabi_cuMemFree(d));
+    check_cu(cuabi_cuMemFree(m));
+}
+
+/* ------------------------------------------------------- kernel parameters */
+
+/* The parameter layout comes from the fake's kernel signatures, past the end is refused. */
+static void test_param_info(void **state)
+{
+    (void)state;
+    CUmodule mod;
+    CUlibrary lib;
+    CUfunction saxpy;
+    CUkernel mixed;
+    size_t offset = 99, size = 99;
+    static const size_t saxpy_offsets[] = { 0, 8, 16, 24 }, saxpy_sizes[] = { 4, 8, 8, 4 };
+    check_cu(cuabi_cuModuleLoadData(&mod, fake_module_image));
+    check_cu(cuabi_cuModuleGetFunction(&saxpy, mod, "saxpy"));
+    for (size_t i = 0; i < 4; i++) {
+        check_cu(cuabi_cuFuncGetParamInfo(saxpy, i, &offset, &size));
+        assert_int_equal(offset, saxpy_offsets[i]);
+        assert_int_equal(size, saxpy_sizes[i]);
+    }
+    check_cu(cuabi_cuFuncGetParamInfo(saxpy, 1, &offset, NULL)); /* the size is optional */
+    assert_int_equal(offset, 8);
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuFuncGetParamInfo(saxpy, 4, &offset, &size));
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuFuncGetParamInfo(saxpy, 0, NULL, &size));
+    assert_cu(CUDA_ERROR_INVALID_HANDLE, cuabi_cuFuncGetParamInfo((CUfunction)&mod, 0, &offset, &size));
+
+    /* store_mixed: u8 @0, f64 @8, u16 @16, s32 @20, pointer @24; through a CUkernel */
+    check_cu(cuabi_cuLibraryLoadData(&lib, fake_module_image, NULL, NULL, 0, NULL, NULL, 0));
+    check_cu(cuabi_cuLibraryGetKernel(&mixed, lib, "store_mixed"));
+    static const size_t mixed_offsets[] = { 0, 8, 16, 20, 24 }, mixed_sizes[] = { 1, 8, 2, 4, 8 };
+    for (size_t i = 0; i < 5; i++) {
+        check_cu(cuabi_cuKernelGetParamInfo(mixed, i, &offset, &size));
+        assert_int_equal(offset, mixed_offsets[i]);
+        assert_int_equal(size, mixed_sizes[i]);
+    }
+    assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuKernelGetParamInfo(mixed, 5, &offset, &size));
+    check_cu(cuabi_cuLibraryUnload(lib));
+    check_cu(cuabi_cuModuleUnload(mod));
+}
+
 /* ------------------------------------------------------------------- pools */
 
 static void test_memory_pools(void **state)
@@ -666,8 +750,11 @@ int main(void)
         cmocka_unit_test(test_ptx_and_library),
         cmocka_unit_test(test_launch_ex),
         cmocka_unit_test(test_graph_capture_and_replay),
+        cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_param_info),
         cmocka_unit_test(test_memory_pools),
         cmocka_unit_test(test_release_frees_context_memory),
     };
-    return cmocka_run_group_tests_name("functional fake driver", tests, setup, teardown);
+    return cmocka_run_group_tests_name("functional fake driver", tests,
+                                       group_setup_primary_context, group_release_primary_context);
 }

@@ -1,13 +1,26 @@
 /*
- * 64 threads make their first calls at the same moment: the driver is
- * loaded once, every thread sees the same result, and the calls that race to
- * resolve the same entry points (and to fill the cuabi_call cache) all work.
- * Also run under ThreadSanitizer in CI.
+ * Threads and the one load (a process each, argv[1] picks):
+ *
+ *   first-calls   64 threads make their first calls at the same moment: the
+ *                 driver is loaded once, every thread sees the same result,
+ *                 and the calls that race to resolve the same entry points
+ *                 (and to fill the cuabi_call cache) all work. ctest runs it
+ *                 twice, once with the fake's answer to the loader's probe
+ *                 slowed down (FAKECUDA_PROBE_DELAY_MS), so that all 64
+ *                 arrive while the load is in progress.
+ *   late-reader   one thread loads; another, told so through a relaxed
+ *                 atomic (which orders nothing), then reads the load's
+ *                 results on the lock-free path. Only the load's release
+ *                 store and the reader's acquire load order the results'
+ *                 writes before those reads: under ThreadSanitizer, which
+ *                 CI runs it with, a weaker load is a reported data race.
  */
 #define _GNU_SOURCE
 #include "support.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define THREADS 64
@@ -95,10 +108,60 @@ static void test_first_calls_at_once(void **state)
     assert_int_equal(fake_live_allocations(), 0);
 }
 
-int main(void)
+static atomic_int loaded; /* only ever accessed relaxed: it orders nothing */
+static CUresult loader_status;
+static CUresult reader_status;
+static const char *reader_path;
+static int reader_mode;
+
+static void *load_once(void *arg)
 {
-    const struct CMUnitTest tests[] = {
+    (void)arg;
+    loader_status = cuabi_driver_status();
+    atomic_store_explicit(&loaded, 1, memory_order_relaxed);
+    return NULL;
+}
+
+static void *read_after_load(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&loaded, memory_order_relaxed))
+        sched_yield();
+    /* The load is over: these take the lock-free path. */
+    reader_status = cuabi_driver_status();
+    reader_path = cuabi_driver_path();
+    reader_mode = cuabi_default_stream_mode();
+    return NULL;
+}
+
+/* A thread that never took the lock sees everything the load wrote. */
+static void test_late_reader_sees_the_load(void **state)
+{
+    (void)state;
+    pthread_t loader, reader;
+    assert_int_equal(pthread_create(&reader, NULL, read_after_load, NULL), 0);
+    assert_int_equal(pthread_create(&loader, NULL, load_once, NULL), 0);
+    assert_int_equal(pthread_join(loader, NULL), 0);
+    assert_int_equal(pthread_join(reader, NULL), 0);
+    check_cu(loader_status);
+    check_cu(reader_status);
+    assert_string_equal(reader_path, cuabi_driver_path());
+    assert_int_equal(reader_mode, 0);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "first-calls";
+    const struct CMUnitTest first_calls[] = {
         cmocka_unit_test(test_first_calls_at_once),
     };
-    return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
+    const struct CMUnitTest late_reader[] = {
+        cmocka_unit_test(test_late_reader_sees_the_load),
+    };
+    if (strcmp(mode, "first-calls") == 0)
+        return cmocka_run_group_tests_name("threads: first calls", first_calls, NULL, NULL);
+    if (strcmp(mode, "late-reader") == 0)
+        return cmocka_run_group_tests_name("threads: late reader", late_reader, NULL, NULL);
+    fprintf(stderr, "usage: test_threads [first-calls|late-reader]\n");
+    return 2;
 }

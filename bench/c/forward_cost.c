@@ -2,23 +2,31 @@
  * forward_cost - what a cuabi forwarder costs over calling the driver's
  * function through a pointer, as a program that binds libcuda by hand does.
  *
- * Both loops call the same driver function, cuCtxGetCurrent of the driver
- * cuabi loaded (the fake in the test suite, libcuda.so.1 on a GPU machine):
- * one through cuabi_cuCtxGetCurrent, one through the address cuabi_get_proc
- * returns for the same entry point, version and flags. The forwarder is
- * resolved before measuring, so only its steady state is measured.
+ * The loops call the same driver function twice over: once through the
+ * forwarder cuabi_cuXxx, once through the address cuabi_get_proc returns
+ * for the same entry point, version and flags. The forwarder is resolved
+ * before measuring, so only its steady state is measured.
  *
- *   forward_cost cuabi N    N calls through the forwarder, in bench_cuabi()
+ *   forward_cost cuabi N    N calls of cuabi_cuCtxGetCurrent, in bench_cuabi()
  *   forward_cost direct N   N calls through the pointer, in bench_direct()
  *   forward_cost time N     both, interleaved, timed; prints ns per call
+ *   forward_cost each N     N calls of every entry point of MEASURED below,
+ *                           through the forwarder (bench_cuabi_<name>) and
+ *                           through the pointer (bench_direct_<name>); only on
+ *                           the fake driver in record mode, whose recording
+ *                           closures accept any argument values
  *
- * The first two exist for callgrind (--toggle-collect=bench_cuabi or
- * bench_direct); check_forward_cost.py turns their instruction counts into
- * instructions per call.
+ * cuabi and direct run against any driver (cuCtxGetCurrent is harmless);
+ * they and each exist for callgrind (--toggle-collect=bench_*);
+ * check_forward_cost.py turns their instruction counts into instructions
+ * per call. MEASURED covers the shapes a forwarder can have: one to three
+ * register arguments, five, a struct by value, floats, and cuLaunchKernel's
+ * eleven, five of them on the stack.
  */
 #define _GNU_SOURCE
 #include <cuabi.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +59,66 @@ __attribute__((noinline)) unsigned long bench_direct(ctx_get_current_fn fn, unsi
     return failures;
 }
 
+/* Entry points measured by "each": name, pinned version (driver_api.json),
+ * and the arguments (never looked at by the recording closures). */
+#define MEASURED(X)                                                                   \
+    X(cuCtxGetCurrent, 4000, (&ctx))                                                  \
+    X(cuMemAlloc, 3020, (&dptr, 4096))                                                \
+    X(cuMemcpyHtoD, 3020, (dptr, &ctx, 64))                                           \
+    X(cuMemsetD2D32, 3020, (dptr, 512, 7u, 16, 16))                                   \
+    X(cuMemAdvise, 12020, (dptr, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, location))      \
+    X(cuTexRefSetMipmapLevelClamp, 5000, (NULL, 0.5f, 2.0f))                          \
+    X(cuLaunchKernel, 4000, (NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL))
+
+/* One measured loop: n calls of callee with the arguments args. */
+#define BENCH_LOOP(function, callee, args)                                           \
+    __attribute__((noinline)) unsigned long function(unsigned long n)                \
+    {                                                                                 \
+        unsigned long failures = 0;                                                   \
+        CUcontext ctx = NULL;                                                         \
+        CUdeviceptr dptr = 0x10000;                                                   \
+        CUmemLocation location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };                  \
+        (void)ctx, (void)dptr, (void)location;                                        \
+        for (unsigned long i = 0; i < n; i++)                                         \
+            failures += callee args != CUDA_SUCCESS;                                  \
+        return failures;                                                              \
+    }
+#define DEFINE_BENCH(name, version, args)                                            \
+    static __typeof__(cuabi_##name) *direct_##name;                                   \
+    BENCH_LOOP(bench_cuabi_##name, cuabi_##name, args)                                \
+    BENCH_LOOP(bench_direct_##name, direct_##name, args)
+MEASURED(DEFINE_BENCH)
+
+/* Resolves every measured forwarder and its direct pointer; 0 on success. */
+static int prepare_each(uint64_t flags)
+{
+    CUcontext ctx;
+    CUdeviceptr dptr = 0x10000;
+    CUmemLocation location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+    void *fn;
+    (void)ctx, (void)dptr, (void)location;
+#define PREPARE(name, version, args)                                                 \
+    if (cuabi_##name args != CUDA_SUCCESS ||                                          \
+        cuabi_get_proc(#name, version, flags, &fn) != CUDA_SUCCESS) {                 \
+        fprintf(stderr, "%s could not be resolved\n", #name);                         \
+        return 1;                                                                     \
+    }                                                                                 \
+    direct_##name = (__typeof__(direct_##name))fn;
+    MEASURED(PREPARE)
+#undef PREPARE
+    return 0;
+}
+
+/* Whether the driver in use is the fake in record mode. */
+static int fake_in_record_mode(void)
+{
+    void *handle = dlopen(cuabi_driver_path(), RTLD_NOW | RTLD_NOLOAD);
+    int (*is_record_mode)(void) = NULL;
+    if (handle != NULL)
+        *(void **)&is_record_mode = dlsym(handle, "fakecuda_is_record_mode");
+    return is_record_mode != NULL && is_record_mode();
+}
+
 static double now_ns(void)
 {
     struct timespec t;
@@ -67,8 +135,8 @@ static int compare(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[1], "cuabi") != 0 && strcmp(argv[1], "direct") != 0 &&
-                      strcmp(argv[1], "time") != 0)) {
-        fprintf(stderr, "usage: forward_cost cuabi|direct|time N\n");
+                      strcmp(argv[1], "time") != 0 && strcmp(argv[1], "each") != 0)) {
+        fprintf(stderr, "usage: forward_cost cuabi|direct|time|each N\n");
         return 2;
     }
     unsigned long n = strtoul(argv[2], NULL, 10);
@@ -97,6 +165,20 @@ int main(int argc, char **argv)
     }
     ctx_get_current_fn direct = (ctx_get_current_fn)fn;
 
+    if (strcmp(argv[1], "each") == 0) {
+        if (!fake_in_record_mode()) {
+            fprintf(stderr, "forward_cost each: only on the fake driver with FAKECUDA_MODE=record "
+                            "(it calls entry points with made-up arguments)\n");
+            return 2;
+        }
+        if (prepare_each(flags) != 0)
+            return 1;
+        unsigned long failures = 0;
+#define RUN(name, version, args) failures += bench_cuabi_##name(n) + bench_direct_##name(n);
+        MEASURED(RUN)
+#undef RUN
+        return failures != 0;
+    }
     if (strcmp(argv[1], "cuabi") == 0)
         return bench_cuabi(n) != 0;
     if (strcmp(argv[1], "direct") == 0)

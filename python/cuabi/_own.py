@@ -116,11 +116,10 @@ def get_proc(name: str, version: int = 0, flags: Optional[str] = None) -> int:
         raise TypeError("name must be a non-empty str")
     version = _int(version, "version")
     if flags is None:
-        f = 0
-    else:
-        f = _FLAG_NAMES.get(flags)
-        if f is None:
-            raise ValueError("flags must be 'legacy', 'per_thread' or None, got %r" % (flags,))
+        flags = default_stream_mode()  # as documented: the process's mode, not the driver's default
+    f = _FLAG_NAMES.get(flags)
+    if f is None:
+        raise ValueError("flags must be 'legacy', 'per_thread' or None, got %r" % (flags,))
     rc, addr = backend().get_proc(name, version, f)
     _check(rc, name)
     return addr

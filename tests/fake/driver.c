@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- settings */
 
@@ -84,6 +85,7 @@ static void settings_init(void)
     settings.device_count = (int)env_integer("FAKECUDA_DEVICE_COUNT", 1, 0, FAKE_MAX_DEVICES);
     settings.init_result = (int)env_integer("FAKECUDA_INIT_RESULT", 0, 0, INT_MAX);
     settings.total_mem = (size_t)env_integer("FAKECUDA_TOTAL_MEM", 8LL << 30, 1 << 20, LLONG_MAX);
+    settings.probe_delay_ms = (int)env_integer("FAKECUDA_PROBE_DELAY_MS", 0, 0, 10000);
 }
 
 const struct fake_settings *fake_settings(void)
@@ -312,6 +314,49 @@ FAKE_EXPORT uint64_t fakecuda_request_total(void)
     return total;
 }
 
+/* Injected failures: the next `remaining` requests for `name` fail with
+ * `result` (fakecuda_fail_requests). Caller holds the lock. */
+#define FAILURE_SLOTS 8
+static struct {
+    char name[FAKECUDA_NAME_MAX];
+    int result;
+    unsigned remaining;
+} failures[FAILURE_SLOTS];
+
+FAKE_EXPORT int fakecuda_fail_requests(const char *name, int result, unsigned times)
+{
+    int done = 0;
+    if (name == NULL || strlen(name) >= FAKECUDA_NAME_MAX)
+        return 0;
+    fake_lock();
+    for (unsigned i = 0; i < FAILURE_SLOTS && !done; i++) {
+        if (failures[i].remaining == 0 || strcmp(failures[i].name, name) == 0) {
+            strcpy(failures[i].name, name);
+            failures[i].result = result;
+            failures[i].remaining = times;
+            done = 1;
+        }
+    }
+    fake_unlock();
+    return done;
+}
+
+/* The injected failure for symbol, using one up; CUDA_SUCCESS when none. */
+static CUresult injected_failure(const char *symbol)
+{
+    CUresult r = CUDA_SUCCESS;
+    fake_lock();
+    for (unsigned i = 0; i < FAILURE_SLOTS; i++) {
+        if (failures[i].remaining != 0 && strcmp(failures[i].name, symbol) == 0) {
+            failures[i].remaining--;
+            r = (CUresult)failures[i].result;
+            break;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
 FAKE_EXPORT int fakecuda_is_record_mode(void)
 {
     return fake_settings()->record_mode;
@@ -366,6 +411,17 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
 
     if (pfn != NULL)
         *pfn = NULL;
+    if (symbol != NULL && s->probe_delay_ms > 0 && strcmp(symbol, "cuGetProcAddress") == 0) {
+        /* A driver slow to answer the loader's first question: widens the
+         * window in which concurrent first calls could load twice. */
+        struct timespec delay = { s->probe_delay_ms / 1000, (long)(s->probe_delay_ms % 1000) * 1000000L };
+        nanosleep(&delay, NULL);
+    }
+    if (symbol != NULL && (result = injected_failure(symbol)) != CUDA_SUCCESS) {
+        /* A driver failing before it looks the symbol up: no status written. */
+        note_request(symbol, cudaVersion, flags, result, (CUdriverProcAddressQueryResult)-1);
+        return result;
+    }
     if (symbol == NULL || pfn == NULL ||
         (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                                CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) != 0 ||
@@ -374,6 +430,8 @@ FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
     } else if (cudaVersion > s->driver_version) {
         status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
         result = CUDA_ERROR_INVALID_VALUE;
+    } else if (strncmp(symbol, FAKECUDA_ECHO_PREFIX, strlen(FAKECUDA_ECHO_PREFIX)) == 0) {
+        result = fake_echo_resolve(symbol, cudaVersion, flags, pfn, &status);
     } else if (s->record_mode) {
         result = fake_record_resolve(symbol, cudaVersion, flags, pfn, &status);
     } else {

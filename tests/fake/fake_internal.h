@@ -20,6 +20,7 @@ struct fake_settings {
     int device_count;
     int init_result;       /* CUDA_SUCCESS unless FAKECUDA_INIT_RESULT says otherwise */
     size_t total_mem;
+    int probe_delay_ms;    /* FAKECUDA_PROBE_DELAY_MS: a slow answer to the loader's probe */
 };
 const struct fake_settings *fake_settings(void);
 
@@ -94,12 +95,19 @@ struct fake_allocation {
     struct fake_pool *pool;
     CUdevice device;
     unsigned long long id;
+    /* Managed memory: per page (FAKE_PAGE_SIZE) where it was last prefetched
+     * to (enum fake_prefetch), allocated by the first cuMemPrefetchAsync. */
+    unsigned char *prefetched;
     struct fake_allocation *next;
 };
+#define FAKE_PAGE_SIZE 4096
 /* The allocation containing [p, p+n), or NULL. Caller holds the lock. */
 struct fake_allocation *fake_find_allocation(uintptr_t p, size_t n);
 /* Frees every allocation of ctx. Caller holds the lock. */
 void fake_free_allocations_of(struct fake_context *ctx);
+/* The context of the allocation containing p, NULL when p is not in one.
+ * Caller holds the lock. */
+struct fake_context *fake_memory_context(uintptr_t p);
 /* Device memory for globals of modules: counted like cuMemAlloc memory. */
 CUresult fake_alloc_device(struct fake_context *ctx, CUdevice dev, size_t size, void **out);
 void fake_free_device(void *p);
@@ -114,8 +122,11 @@ CUresult fake_check_stream(CUstream s, struct fake_stream **out);
 /* Whether work issued to s is captured rather than run. */
 int fake_stream_capturing(const struct fake_stream *s);
 
-/* Operations that can be captured into a graph. */
-enum fake_op_kind { FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD };
+/* Operations that can be captured into a graph (FAKE_OP_EMPTY: an empty
+ * node, cuGraphAddEmptyNode). */
+enum fake_op_kind {
+    FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD, FAKE_OP_EMPTY
+};
 struct fake_launch {
     unsigned grid[3];
     unsigned block[3];
@@ -123,6 +134,11 @@ struct fake_launch {
 };
 struct fake_op {
     enum fake_op_kind kind;
+    /* Where the operation's resources live, for cuGraphExecUpdate's rules:
+     * a kernel's module's context ([0]); the contexts of a copy's
+     * destination and source or a memset's destination allocations (NULL:
+     * host memory the fake did not allocate). */
+    struct fake_context *where[2];
     union {
         struct {
             const struct fake_kernel *kernel;
@@ -177,6 +193,10 @@ extern const struct fake_impl fake_impls_driver[];
 /* Record mode: a closure for symbol (NULL with *status set when there is none). */
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,
                              void **pfn, CUdriverProcAddressQueryResult *status);
+
+/* Both modes: a recording closure for an echo entry point (record.c). */
+CUresult fake_echo_resolve(const char *symbol, int version, unsigned long long flags, void **pfn,
+                           CUdriverProcAddressQueryResult *status);
 
 #define FAKE_IMPL(name, version, fn) { name, version, 0, (void *)(fn) }
 #define FAKE_IMPL_PT(name, version, fn) { name, version, 1, (void *)(fn) }

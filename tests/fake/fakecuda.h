@@ -29,6 +29,14 @@ extern "C" {
 #define FAKECUDA_NAME_MAX 96
 #define FAKECUDA_MAX_STRUCT 128
 
+/* In both modes, cuGetProcAddress_v2 resolves FAKECUDA_ECHO_PREFIX followed
+ * by signature letters (B H i I q Q z p f d, at most 32; "fakecuda_echo_dqzf")
+ * to a recording closure of that signature, at any version not above the
+ * driver's: calls of it are recorded like record mode's (fakecuda_record_last;
+ * requested_version and impl_version are the version asked for). An entry
+ * point no driver has, for testing cuabi_call with every kind of argument. */
+#define FAKECUDA_ECHO_PREFIX "fakecuda_echo_"
+
 /* One call of a recording closure (FAKECUDA_MODE=record). */
 struct fakecuda_call {
     char name[FAKECUDA_NAME_MAX];   /* driver name the closure was handed out for */
@@ -64,6 +72,7 @@ typedef size_t (*fakecuda_record_struct_arg_fn)(unsigned index, void *out, size_
 typedef int (*fakecuda_request_info_fn)(const char *name, struct fakecuda_request *out);
 typedef uint64_t (*fakecuda_request_total_fn)(void);
 typedef int (*fakecuda_impl_version_fn)(const char *name, unsigned long long flags, int version);
+typedef int (*fakecuda_fail_requests_fn)(const char *name, int result, unsigned times);
 
 /* 1 in record mode, 0 in functional mode. */
 int fakecuda_is_record_mode(void);
@@ -74,11 +83,13 @@ uint64_t fakecuda_live_allocations(void);
 uint64_t fakecuda_live_objects(const char *kind);
 /* Kernel launches executed so far (graph replays included). */
 uint64_t fakecuda_launch_count(void);
-/* Record mode: the CUresult every recording closure returns from now on. */
+/* Record mode (and echo entry points): the CUresult every recording closure
+ * returns from now on. */
 void fakecuda_record_set_result(int result);
-/* Record mode: calls recorded so far. */
+/* Record mode (and echo entry points): calls recorded so far. */
 uint64_t fakecuda_record_count(void);
-/* Record mode: copy of the last recorded call; 0 when there is none. */
+/* Record mode (and echo entry points): copy of the last recorded call; 0 when
+ * there is none. */
 int fakecuda_record_last(struct fakecuda_call *out);
 /* Record mode: the bytes of argument `index` of the last call when it is a
  * struct passed by value (members at their C offsets); copies at most size
@@ -88,6 +99,11 @@ size_t fakecuda_record_struct_arg(unsigned index, void *out, size_t size);
 int fakecuda_request_info(const char *name, struct fakecuda_request *out);
 /* Total cuGetProcAddress_v2 calls so far. */
 uint64_t fakecuda_request_total(void);
+/* The next `times` requests of cuGetProcAddress_v2 for name fail with result
+ * (a CUresult), before the symbol is looked up: *pfn is NULL and the status
+ * is not written, as with a driver failing for a reason of its own. 0 when
+ * the fake's table of pending failures (8) is full. */
+int fakecuda_fail_requests(const char *name, int result, unsigned times);
 /* Functional mode: the version of the variant of name that a request with
  * (flags, version) would get, 0 when none would, -1 when the fake does not
  * implement name at all. */

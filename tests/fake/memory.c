@@ -97,6 +97,7 @@ static void allocation_delete(struct fake_allocation *victim)
     if (victim->pool != NULL)
         pool_release(victim->pool, victim->size);
     live_allocations--;
+    free(victim->prefetched);
     free(victim->base);
     free(victim);
 }
@@ -109,6 +110,12 @@ struct fake_allocation *fake_find_allocation(uintptr_t p, size_t n)
             return (n <= a->size - (p - base)) ? a : NULL;
     }
     return NULL;
+}
+
+struct fake_context *fake_memory_context(uintptr_t p)
+{
+    struct fake_allocation *a = fake_find_allocation(p, 1);
+    return a != NULL ? a->ctx : NULL;
 }
 
 static struct fake_allocation *find_base(uintptr_t p, enum fake_memory_kind kind)
@@ -422,6 +429,8 @@ static CUresult copy(enum copy_kind kind, uintptr_t dst, uintptr_t src, size_t n
     }
     if (r == CUDA_SUCCESS && n != 0) {
         struct fake_op op = { .kind = FAKE_OP_MEMCPY };
+        op.where[0] = fake_memory_context(dst);
+        op.where[1] = fake_memory_context(src);
         op.u.memcpy.dst = (void *)dst;
         op.u.memcpy.src = (const void *)src;
         op.u.memcpy.bytes = n;
@@ -479,6 +488,7 @@ static CUresult fill(uintptr_t dst, unsigned value, unsigned element_size, size_
     }
     if (r == CUDA_SUCCESS && count != 0) {
         struct fake_op op = { .kind = FAKE_OP_MEMSET };
+        op.where[0] = fake_memory_context(dst);
         op.u.memset.dst = (void *)dst;
         op.u.memset.value = value;
         op.u.memset.element_size = element_size;
@@ -495,6 +505,117 @@ static CUresult fake_cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { retu
 static CUresult fake_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return fill(d, v, 1, n, s, 1); }
 static CUresult fake_cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s) { return fill(d, v, 2, n, s, 1); }
 static CUresult fake_cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) { return fill(d, v, 4, n, s, 1); }
+
+/* ---------------------------------------------------------- managed memory */
+
+/* Where a page of managed memory was last prefetched to (the page's byte in
+ * fake_allocation.prefetched). */
+enum fake_prefetch { PREFETCH_NEVER = 0, PREFETCH_HOST, PREFETCH_HOST_NUMA0, PREFETCH_DEVICE0 };
+
+/* The managed allocation holding [p, p + n) and its first and last page
+ * (CPU pages, as the driver rounds), or NULL. Caller holds the lock. */
+static struct fake_allocation *managed_pages(uintptr_t p, size_t n, size_t *first, size_t *last)
+{
+    struct fake_allocation *a = n != 0 ? fake_find_allocation(p, n) : NULL;
+    if (a == NULL || a->kind != FAKE_MEM_MANAGED)
+        return NULL;
+    size_t offset = p - (uintptr_t)a->base;
+    *first = offset / FAKE_PAGE_SIZE;
+    *last = (offset + n - 1) / FAKE_PAGE_SIZE;
+    return a;
+}
+
+static CUresult fake_cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                        unsigned int flags, CUstream hStream)
+{
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    unsigned char where;
+    CUresult r;
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE; /* reserved, must be 0 */
+    switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        if ((r = fake_check_device(location.id)) != CUDA_SUCCESS)
+            return r; /* CUDA_ERROR_INVALID_DEVICE for an ordinal out of range */
+        where = (unsigned char)(PREFETCH_DEVICE0 + location.id);
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+        where = PREFETCH_HOST; /* the id is ignored */
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (location.id != 0)
+            return CUDA_ERROR_INVALID_VALUE; /* the fake's host has one NUMA node, 0 */
+        where = PREFETCH_HOST_NUMA0;
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        where = PREFETCH_HOST_NUMA0; /* the id is ignored */
+        break;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fake_lock();
+    r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_stream(hStream, &s);
+    if (r == CUDA_SUCCESS && fake_stream_capturing(s))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the fake has no prefetch nodes */
+    size_t first = 0, last = 0;
+    struct fake_allocation *a = NULL;
+    if (r == CUDA_SUCCESS && (a = managed_pages((uintptr_t)devPtr, count, &first, &last)) == NULL)
+        r = CUDA_ERROR_INVALID_VALUE; /* only managed memory can be prefetched */
+    if (r == CUDA_SUCCESS && a->prefetched == NULL) {
+        a->prefetched = calloc((a->size + FAKE_PAGE_SIZE - 1) / FAKE_PAGE_SIZE, 1);
+        if (a->prefetched == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS)
+        memset(a->prefetched + first, where, last - first + 1);
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute,
+                                            CUdeviceptr devPtr, size_t count)
+{
+    if (data == NULL || dataSize != 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attribute != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION &&
+        attribute != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE &&
+        attribute != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID)
+        return CUDA_ERROR_NOT_SUPPORTED; /* the fake models prefetching only (README) */
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    size_t first = 0, last = 0;
+    struct fake_allocation *a = managed_pages((uintptr_t)devPtr, count, &first, &last);
+    /* One location for the whole range, or none (never prefetched, or pages in
+     * different places). */
+    int where = PREFETCH_NEVER;
+    if (a == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (a->prefetched != NULL) {
+        where = a->prefetched[first];
+        for (size_t i = first + 1; i <= last; i++)
+            if (a->prefetched[i] != where)
+                where = PREFETCH_NEVER;
+    }
+    if (r == CUDA_SUCCESS) {
+        int value;
+        if (attribute == CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION)
+            value = where == PREFETCH_NEVER ? (int)CU_DEVICE_INVALID
+                    : where >= PREFETCH_DEVICE0 ? where - PREFETCH_DEVICE0 : (int)CU_DEVICE_CPU;
+        else if (attribute == CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE)
+            value = where == PREFETCH_NEVER ? (int)CU_MEM_LOCATION_TYPE_INVALID
+                    : where == PREFETCH_HOST ? (int)CU_MEM_LOCATION_TYPE_HOST
+                    : where == PREFETCH_HOST_NUMA0 ? (int)CU_MEM_LOCATION_TYPE_HOST_NUMA
+                                                   : (int)CU_MEM_LOCATION_TYPE_DEVICE;
+        else
+            value = where >= PREFETCH_DEVICE0 ? where - PREFETCH_DEVICE0 : 0;
+        memcpy(data, &value, sizeof value);
+    }
+    fake_unlock();
+    return r;
+}
 
 /* ------------------------------------------------------------ memory pools */
 
@@ -815,6 +936,9 @@ const struct fake_impl fake_impls_memory[] = {
     FAKE_IMPL_PT("cuMemsetD16Async", 7000, fake_cuMemsetD16Async),
     FAKE_IMPL("cuMemsetD32Async", 3020, fake_cuMemsetD32Async),
     FAKE_IMPL_PT("cuMemsetD32Async", 7000, fake_cuMemsetD32Async),
+    FAKE_IMPL("cuMemPrefetchAsync", 12020, fake_cuMemPrefetchAsync),
+    FAKE_IMPL_PT("cuMemPrefetchAsync", 12020, fake_cuMemPrefetchAsync),
+    FAKE_IMPL("cuMemRangeGetAttribute", 8000, fake_cuMemRangeGetAttribute),
     FAKE_IMPL("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
     FAKE_IMPL_PT("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
     FAKE_IMPL("cuMemAllocFromPoolAsync", 11020, fake_cuMemAllocFromPoolAsync),

@@ -779,6 +779,41 @@ static CUresult fake_cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z)
     return r;
 }
 
+/* The offset and size of parameter paramIndex in the kernel's parameter
+ * buffer (cuFuncGetParamInfo, cuKernelGetParamInfo: a CUkernel is also a
+ * CUfunction here). */
+static CUresult param_info(const void *handle, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    if (paramOffset == NULL)
+        return CUDA_ERROR_INVALID_VALUE; /* paramSize is optional, the offset is not */
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_function *f = handle;
+    if (!fake_object_valid(f, FAKE_FUNCTION)) {
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else if (paramIndex >= f->kernel->nparams) {
+        r = CUDA_ERROR_INVALID_VALUE; /* past the last parameter */
+    } else {
+        size_t offsets[FAKE_KERNEL_MAX_PARAMS];
+        fake_kernel_layout(f->kernel, offsets);
+        *paramOffset = offsets[paramIndex];
+        if (paramSize != NULL)
+            *paramSize = f->kernel->param_size[paramIndex];
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    return param_info(func, paramIndex, paramOffset, paramSize);
+}
+
+static CUresult fake_cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+    return param_info(kernel, paramIndex, paramOffset, paramSize);
+}
+
 /* --------------------------------------------------------------- launches */
 
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
@@ -843,6 +878,7 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     }
 
     struct fake_op op = { .kind = FAKE_OP_KERNEL };
+    op.where[0] = f->module->obj.owner;
     op.u.kernel.kernel = k;
     op.u.kernel.launch.shared_mem = shared;
     for (int i = 0; i < 3; i++) {
@@ -908,6 +944,8 @@ const struct fake_impl fake_impls_module[] = {
     FAKE_IMPL("cuFuncSetAttribute", 9000, fake_cuFuncSetAttribute),
     FAKE_IMPL("cuFuncGetName", 12030, fake_cuFuncGetName),
     FAKE_IMPL("cuFuncSetBlockShape", 2000, fake_cuFuncSetBlockShape),
+    FAKE_IMPL("cuFuncGetParamInfo", 12040, fake_cuFuncGetParamInfo),
+    FAKE_IMPL("cuKernelGetParamInfo", 12040, fake_cuKernelGetParamInfo),
     FAKE_IMPL("cuLaunchKernel", 4000, fake_cuLaunchKernel),
     FAKE_IMPL_PT("cuLaunchKernel", 7000, fake_cuLaunchKernel),
     FAKE_IMPL("cuLaunchKernelEx", 11060, fake_cuLaunchKernelEx),

@@ -7,6 +7,11 @@
  *
  * Each entry has one variant at its table version and one at its per-thread
  * version; the usual cuGetProcAddress_v2 rules (driver.c) pick between them.
+ *
+ * In both modes, names FAKECUDA_ECHO_PREFIX + letters ("fakecuda_echo_dqzf")
+ * resolve to a recording closure with those signature letters, at any
+ * version: entry points no driver has, for testing that cuabi_call passes
+ * every kind of argument (the driver API has no double or int64 parameter).
  */
 #include "fake_internal.h"
 #include "signature.h"
@@ -144,6 +149,46 @@ static struct record_closure *closure_for(const struct record_entry *e, int vers
     rc->next = closures;
     closures = rc;
     return rc;
+}
+
+/* The echo entry points, one record_entry each, made on first request and
+ * kept (closures point at them). Caller holds the lock. */
+struct echo_entry {
+    struct record_entry entry;
+    struct echo_entry *next;
+    char name[FAKECUDA_NAME_MAX];
+};
+static struct echo_entry *echoes;
+
+CUresult fake_echo_resolve(const char *symbol, int version, unsigned long long flags, void **pfn,
+                           CUdriverProcAddressQueryResult *status)
+{
+    const char *letters = symbol + strlen(FAKECUDA_ECHO_PREFIX);
+    struct signature sig;
+    if (strlen(symbol) >= FAKECUDA_NAME_MAX || strlen(letters) > FAKECUDA_MAX_ARGS ||
+        strchr(letters, '{') != NULL || signature_parse(letters, &sig) != 0) {
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND; /* not a signature: no such entry point */
+        return CUDA_SUCCESS;
+    }
+    fake_lock();
+    struct echo_entry *e = echoes;
+    while (e != NULL && strcmp(e->name, symbol) != 0)
+        e = e->next;
+    if (e == NULL && (e = calloc(1, sizeof *e)) != NULL) {
+        strcpy(e->name, symbol);
+        e->entry.name = e->entry.driver_name = e->name;
+        e->entry.signature = e->name + strlen(FAKECUDA_ECHO_PREFIX);
+        e->entry.version = e->entry.ptds_version = version;
+        e->next = echoes;
+        echoes = e;
+    }
+    struct record_closure *rc = e != NULL ? closure_for(&e->entry, version, flags, version, 0) : NULL;
+    fake_unlock();
+    if (rc == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pfn = rc->code;
+    *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
 }
 
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags, void **pfn,

@@ -6,6 +6,12 @@
  * wait for. What streams do carry is capture: work issued to a capturing
  * stream is recorded into a graph instead of being run, and launching an
  * instantiated graph runs the recorded work again, in order.
+ *
+ * A graph's nodes keep their creation order and their dependencies (the
+ * nodes they depend on, in the order given). A dependency always exists
+ * before the node that names it, so creation order is a topological order
+ * and replaying in it respects every edge. A captured node depends on the
+ * node captured before it, as on one stream.
  */
 #include "fake_internal.h"
 
@@ -33,7 +39,12 @@ struct fake_event {
 
 struct fake_graph_node {
     struct fake_object obj;
+    struct fake_graph *graph;
+    size_t index;                      /* in graph->nodes: creation order */
     struct fake_op op;
+    struct fake_graph_node **deps;     /* the nodes this one depends on */
+    size_t ndeps;
+    const struct fake_graph_node *original; /* the node it was cloned from */
 };
 
 struct fake_graph {
@@ -42,9 +53,17 @@ struct fake_graph {
     size_t count, capacity;
 };
 
+/* One node of an executable graph: its operation and, for cuGraphExecUpdate,
+ * its dependencies as indices into the graph it came from. */
+struct fake_exec_node {
+    struct fake_op op;
+    size_t *deps;
+    size_t ndeps;
+};
+
 struct fake_graph_exec {
     struct fake_object obj;
-    struct fake_op *ops;
+    struct fake_exec_node *nodes;
     size_t count;
 };
 
@@ -121,45 +140,66 @@ CUresult fake_run_op(const struct fake_op *op)
     case FAKE_OP_EVENT_RECORD:
         fake_event_stamp(op->u.event.event);
         break;
+    case FAKE_OP_EMPTY:
+        break;
     }
     return r;
 }
 
 static void node_destroy(struct fake_object *self)
 {
-    op_release(&((struct fake_graph_node *)self)->op);
+    struct fake_graph_node *node = (struct fake_graph_node *)self;
+    op_release(&node->op);
+    free(node->deps);
 }
 
-/* Caller holds the lock. Takes ownership of op's parameter buffer. */
-static CUresult graph_append(struct fake_graph *g, struct fake_op *op)
+/* Appends a node running op after the ndeps nodes deps (of g). Caller holds
+ * the lock. Takes ownership of op's parameter buffer, also on failure. */
+static CUresult graph_append(struct fake_graph *g, struct fake_op *op, struct fake_graph_node *const *deps,
+                             size_t ndeps, struct fake_graph_node **out)
 {
+    struct fake_graph_node *node = NULL;
     if (g->count == g->capacity) {
         size_t capacity = g->capacity ? 2 * g->capacity : 8;
         struct fake_graph_node **nodes = realloc(g->nodes, capacity * sizeof *nodes);
         if (nodes == NULL)
-            return CUDA_ERROR_OUT_OF_MEMORY;
+            goto out_of_memory;
         g->nodes = nodes;
         g->capacity = capacity;
     }
-    struct fake_graph_node *node = fake_object_new(FAKE_GRAPH_NODE, sizeof *node, NULL, 0);
+    node = fake_object_new(FAKE_GRAPH_NODE, sizeof *node, NULL, 0);
     if (node == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        goto out_of_memory;
+    node->deps = ndeps != 0 ? malloc(ndeps * sizeof *node->deps) : NULL;
+    if (ndeps != 0 && node->deps == NULL)
+        goto out_of_memory;
+    if (ndeps != 0)
+        memcpy(node->deps, deps, ndeps * sizeof *deps);
+    node->ndeps = ndeps;
     node->obj.destroy = node_destroy;
+    node->graph = g;
+    node->index = g->count;
     node->op = *op;
     if (op->kind == FAKE_OP_KERNEL)
         op->u.kernel.params = NULL; /* now owned by the node */
     g->nodes[g->count++] = node;
+    if (out != NULL)
+        *out = node;
     return CUDA_SUCCESS;
+out_of_memory:
+    fake_object_delete(node);
+    op_release(op);
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult fake_submit(struct fake_stream *s, struct fake_op *op)
 {
     if (fake_stream_capturing(s)) {
-        CUresult r = graph_append(s->capture, op);
-        if (r != CUDA_SUCCESS) {
+        struct fake_graph *g = s->capture;
+        CUresult r = graph_append(g, op, g->count != 0 ? &g->nodes[g->count - 1] : NULL,
+                                  g->count != 0, NULL);
+        if (r != CUDA_SUCCESS)
             s->capture_invalidated = 1;
-            op_release(op);
-        }
         return r;
     }
     CUresult r = fake_run_op(op);
@@ -612,6 +652,129 @@ static CUresult fake_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t 
     return r;
 }
 
+/* Whether n is a live node of g. Caller holds the lock. */
+static int node_of(const void *n, const struct fake_graph *g)
+{
+    return fake_object_valid(n, FAKE_GRAPH_NODE) && ((const struct fake_graph_node *)n)->graph == g;
+}
+
+static CUresult fake_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                         const CUgraphNode *dependencies, size_t numDependencies)
+{
+    if (phGraphNode == NULL || (numDependencies != 0 && dependencies == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_graph *g = (struct fake_graph *)hGraph;
+    if (!fake_object_valid(g, FAKE_GRAPH))
+        r = CUDA_ERROR_INVALID_VALUE;
+    /* Every dependency a node of this graph, none named twice. */
+    for (size_t i = 0; r == CUDA_SUCCESS && i < numDependencies; i++) {
+        if (!node_of(dependencies[i], g))
+            r = CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; r == CUDA_SUCCESS && j < i; j++)
+            if (dependencies[j] == dependencies[i])
+                r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r == CUDA_SUCCESS) {
+        struct fake_op op = { .kind = FAKE_OP_EMPTY };
+        struct fake_graph_node *node;
+        r = graph_append(g, &op, (struct fake_graph_node *const *)dependencies, numDependencies, &node);
+        if (r == CUDA_SUCCESS)
+            *phGraphNode = (CUgraphNode)node;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    if (phGraphClone == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_graph *g = (const struct fake_graph *)originalGraph;
+    struct fake_graph *clone = NULL;
+    struct fake_graph_node *deps[64], **many = NULL;
+    if (!fake_object_valid(g, FAKE_GRAPH))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if ((clone = graph_new()) == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++) {
+        const struct fake_graph_node *n = g->nodes[i];
+        struct fake_graph_node **d = deps;
+        if (n->ndeps > sizeof deps / sizeof deps[0]) {
+            free(many);
+            d = many = malloc(n->ndeps * sizeof *many);
+            if (many == NULL) {
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+        }
+        for (size_t j = 0; j < n->ndeps; j++)
+            d[j] = clone->nodes[n->deps[j]->index];
+        struct fake_op op;
+        struct fake_graph_node *copy;
+        if (!op_copy(&op, &n->op))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if ((r = graph_append(clone, &op, d, n->ndeps, &copy)) == CUDA_SUCCESS)
+            copy->original = n;
+    }
+    free(many);
+    if (r == CUDA_SUCCESS)
+        *phGraphClone = (CUgraph)clone;
+    else
+        fake_object_delete(clone);
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)
+{
+    if (phNode == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    const struct fake_graph *clone = (const struct fake_graph *)hClonedGraph;
+    if (fake_object_valid(hOriginalNode, FAKE_GRAPH_NODE) && fake_object_valid(clone, FAKE_GRAPH)) {
+        for (size_t i = 0; i < clone->count; i++) {
+            if (clone->nodes[i]->original == (const struct fake_graph_node *)hOriginalNode) {
+                *phNode = (CUgraphNode)clone->nodes[i];
+                r = CUDA_SUCCESS;
+                break;
+            }
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
+                                                CUgraphEdgeData *edgeData, size_t *numDependencies)
+{
+    if (numDependencies == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_graph_node *n = (const struct fake_graph_node *)hNode;
+    if (!fake_object_valid(n, FAKE_GRAPH_NODE)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (dependencies == NULL) {
+        *numDependencies = n->ndeps;
+    } else {
+        /* Asked for more than there are: the rest is NULL and the count says how many. */
+        for (size_t i = 0; i < *numDependencies; i++) {
+            dependencies[i] = i < n->ndeps ? (CUgraphNode)n->deps[i] : NULL;
+            if (edgeData != NULL)
+                memset(&edgeData[i], 0, sizeof edgeData[i]); /* the fake's edges are all default */
+        }
+        if (*numDependencies > n->ndeps)
+            *numDependencies = n->ndeps;
+    }
+    fake_unlock();
+    return r;
+}
+
 static CUresult fake_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
     if (type == NULL)
@@ -628,18 +791,46 @@ static CUresult fake_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
         case FAKE_OP_MEMSET: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
         case FAKE_OP_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
         case FAKE_OP_EVENT_RECORD: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
+        case FAKE_OP_EMPTY: *type = CU_GRAPH_NODE_TYPE_EMPTY; break;
         }
     }
     fake_unlock();
     return r;
 }
 
+static void exec_nodes_free(struct fake_exec_node *nodes, size_t count)
+{
+    for (size_t i = 0; nodes != NULL && i < count; i++) {
+        op_release(&nodes[i].op);
+        free(nodes[i].deps);
+    }
+    free(nodes);
+}
+
 static void exec_destroy(struct fake_object *self)
 {
     struct fake_graph_exec *x = (struct fake_graph_exec *)self;
-    for (size_t i = 0; i < x->count; i++)
-        op_release(&x->ops[i]);
-    free(x->ops);
+    exec_nodes_free(x->nodes, x->count);
+}
+
+/* A snapshot of g's nodes: operations and dependency indices. NULL when
+ * memory runs out. Caller holds the lock. */
+static struct fake_exec_node *exec_nodes_of(const struct fake_graph *g)
+{
+    struct fake_exec_node *nodes = calloc(g->count ? g->count : 1, sizeof *nodes);
+    for (size_t i = 0; nodes != NULL && i < g->count; i++) {
+        const struct fake_graph_node *n = g->nodes[i];
+        nodes[i].deps = n->ndeps != 0 ? malloc(n->ndeps * sizeof *nodes[i].deps) : NULL;
+        if ((n->ndeps != 0 && nodes[i].deps == NULL) || !op_copy(&nodes[i].op, &n->op)) {
+            nodes[i].op.kind = FAKE_OP_EMPTY; /* nothing of this one to release */
+            exec_nodes_free(nodes, i + 1);
+            return NULL;
+        }
+        nodes[i].ndeps = n->ndeps;
+        for (size_t j = 0; j < n->ndeps; j++)
+            nodes[i].deps[j] = n->deps[j]->index;
+    }
+    return nodes;
 }
 
 static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
@@ -661,16 +852,106 @@ static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgra
     if (r == CUDA_SUCCESS) {
         /* An executable graph is a snapshot: later edits of the graph do not reach it. */
         x->obj.destroy = exec_destroy;
-        x->ops = calloc(g->count ? g->count : 1, sizeof *x->ops);
-        if (x->ops == NULL)
+        x->nodes = exec_nodes_of(g);
+        x->count = x->nodes != NULL ? g->count : 0;
+        if (x->nodes == NULL) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
-        for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++, x->count++)
-            if (!op_copy(&x->ops[i], &g->nodes[i]->op))
-                r = CUDA_ERROR_OUT_OF_MEMORY;
-        if (r != CUDA_SUCCESS)
             fake_object_delete(x);
-        else
+        } else {
             *phGraphExec = (CUgraphExec)x;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+/* cuGraphExecUpdate's rules for one pair of nodes of the same type: what
+ * may not change (cuda.h 13.0). CU_GRAPH_EXEC_UPDATE_SUCCESS if the update
+ * may take new's parameters. */
+static CUgraphExecUpdateResult update_verdict(const struct fake_op *old, const struct fake_op *new)
+{
+    switch (old->kind) {
+    case FAKE_OP_KERNEL:
+        /* The function's owning context may not change. */
+        return old->where[0] == new->where[0] ? CU_GRAPH_EXEC_UPDATE_SUCCESS
+                                              : CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
+    case FAKE_OP_MEMCPY:
+    case FAKE_OP_MEMSET:
+        /* Operands stay in allocations of the same contexts (or in host memory);
+         * a memset keeps its element size. */
+        if (old->where[0] != new->where[0] || old->where[1] != new->where[1] ||
+            (old->kind == FAKE_OP_MEMSET && old->u.memset.element_size != new->u.memset.element_size))
+            return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    default:
+        return CU_GRAPH_EXEC_UPDATE_SUCCESS; /* host functions, events, empty nodes */
+    }
+}
+
+/* Whether g has x's topology; if not, fills info. Caller holds the lock. */
+static int same_topology(const struct fake_graph_exec *x, const struct fake_graph *g,
+                         CUgraphExecUpdateResultInfo *info)
+{
+    info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    if (x->count != g->count)
+        return 0; /* errorNode stays NULL */
+    /* Nodes pair up in creation order, dependencies in the order they were given. */
+    for (size_t i = 0; i < g->count; i++) {
+        const struct fake_graph_node *n = g->nodes[i];
+        info->errorNode = (CUgraphNode)n;
+        if (n->ndeps != x->nodes[i].ndeps)
+            return 0;
+        for (size_t j = 0; j < n->ndeps; j++) {
+            if (n->deps[j]->index != x->nodes[i].deps[j]) {
+                info->errorFromNode = (CUgraphNode)n->deps[j];
+                return 0;
+            }
+        }
+    }
+    info->errorNode = NULL;
+    info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return 1;
+}
+
+static CUresult fake_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                       CUgraphExecUpdateResultInfo *resultInfo)
+{
+    if (resultInfo == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+    resultInfo->errorNode = NULL;
+    resultInfo->errorFromNode = NULL;
+    fake_lock();
+    struct fake_graph_exec *x = (struct fake_graph_exec *)hGraphExec;
+    const struct fake_graph *g = (const struct fake_graph *)hGraph;
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(x, FAKE_GRAPH_EXEC) || !fake_object_valid(g, FAKE_GRAPH)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (!same_topology(x, g, resultInfo)) {
+        r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    } else {
+        for (size_t i = 0; i < g->count; i++) {
+            const struct fake_op *old = &x->nodes[i].op, *new = &g->nodes[i]->op;
+            CUgraphExecUpdateResult verdict = old->kind != new->kind ? CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED
+                                                                     : update_verdict(old, new);
+            if (verdict != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+                resultInfo->result = verdict;
+                resultInfo->errorNode = (CUgraphNode)g->nodes[i];
+                r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+                break;
+            }
+        }
+    }
+    if (r == CUDA_SUCCESS) {
+        /* All or nothing: the new parameters replace the old only when all are allowed. */
+        struct fake_exec_node *nodes = exec_nodes_of(g);
+        if (nodes == NULL) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+        } else {
+            exec_nodes_free(x->nodes, x->count);
+            x->nodes = nodes;
+        }
     }
     fake_unlock();
     return r;
@@ -689,7 +970,7 @@ static CUresult fake_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
         r = CUDA_ERROR_NOT_SUPPORTED; /* the fake has no child-graph nodes */
     else
         for (size_t i = 0; r == CUDA_SUCCESS && i < x->count; i++)
-            r = fake_run_op(&x->ops[i]);
+            r = fake_run_op(&x->nodes[i].op);
     fake_unlock();
     return r;
 }
@@ -765,5 +1046,10 @@ const struct fake_impl fake_impls_stream[] = {
     FAKE_IMPL("cuGraphLaunch", 10000, fake_cuGraphLaunch),
     FAKE_IMPL_PT("cuGraphLaunch", 10000, fake_cuGraphLaunch),
     FAKE_IMPL("cuGraphExecDestroy", 10000, fake_cuGraphExecDestroy),
+    FAKE_IMPL("cuGraphAddEmptyNode", 10000, fake_cuGraphAddEmptyNode),
+    FAKE_IMPL("cuGraphClone", 10000, fake_cuGraphClone),
+    FAKE_IMPL("cuGraphNodeFindInClone", 10000, fake_cuGraphNodeFindInClone),
+    FAKE_IMPL("cuGraphNodeGetDependencies", 12030, fake_cuGraphNodeGetDependencies),
+    FAKE_IMPL("cuGraphExecUpdate", 12000, fake_cuGraphExecUpdate),
     FAKE_IMPL_END,
 };

@@ -8,6 +8,12 @@ build folder (``build/`` or ``CUABI_BUILD_DIR``).  The backend is whatever
 ``CUABI_TEST_REAL_GPU=1`` runs against the system's real driver instead of the
 fake: tests that need the fake's introspection are skipped, tests marked
 ``gpu`` run.  Without it, ``gpu`` tests are skipped.
+
+Expected-skip budget: a skip is only allowed for a reason listed in
+``_ALLOWED_SKIPS`` whose condition holds in this configuration (no GPU, not
+CPython, no NVRTC, ...).  Any other skip fails the session at the end, so a
+test that must run on the fake driver cannot quietly skip.  ``needs()``
+fails on the fake: the fake implements what the tests need.
 """
 
 from __future__ import annotations
@@ -127,6 +133,28 @@ class Fake:
     def launch_count(self):
         return self.lib.fakecuda_launch_count()
 
+    def request(self, name):
+        """(count, version, flags) of the driver's cuGetProcAddress_v2 requests for ``name``."""
+        info = (ctypes.c_uint64 * 4)()  # struct fakecuda_request: unsigned, int, u64 flags, int, int
+        if not self.lib.fakecuda_request_info(name.encode(), info):
+            return (0, 0, 0)
+        raw = bytes(info)
+        return (int.from_bytes(raw[0:4], sys.byteorder), int.from_bytes(raw[4:8], sys.byteorder, signed=True),
+                int.from_bytes(raw[8:16], sys.byteorder))
+
+    def last_call(self):
+        """(name, args) of the last call a recording closure saw (record mode, echo entry points)."""
+
+        class Call(ctypes.Structure):
+            _fields_ = [("name", ctypes.c_char * 96), ("requested_version", ctypes.c_int),
+                        ("requested_flags", ctypes.c_ulonglong), ("impl_version", ctypes.c_int),
+                        ("per_thread", ctypes.c_int), ("nargs", ctypes.c_uint),
+                        ("signature", ctypes.c_char * 33), ("args", ctypes.c_uint64 * 32)]
+
+        c = Call()
+        assert self.lib.fakecuda_record_last(ctypes.byref(c))
+        return c.name.decode(), list(c.args[:c.nargs])
+
 
 @pytest.fixture(scope="session")
 def fake():
@@ -145,13 +173,85 @@ def ctx():
 
 
 def needs(entry_point):
-    """Skip unless the loaded driver provides ``entry_point``."""
+    """Skip unless the loaded driver provides ``entry_point``; on the fake driver,
+    which implements everything the tests use, fail instead."""
     try:
         cuabi.get_proc(entry_point)
-    except cuabi.errors.EntryPointNotFoundError:
+    except (cuabi.errors.EntryPointNotFoundError, cuabi.errors.DriverTooOldError) as e:
+        if FAKE is not None:
+            pytest.fail("the fake driver must provide %s for this test (%s)" % (entry_point, e.name))
         pytest.skip("the driver in use does not provide %s" % entry_point)
-    except cuabi.errors.DriverTooOldError:
-        pytest.skip("the driver in use is too old for %s" % entry_point)
+
+
+# ---------------------------------------------------------- expected skips
+
+def _nvrtc_missing():
+    try:
+        cuabi.nvrtc_version()
+        return False
+    except cuabi.errors.NVRTCError:
+        return True
+
+
+def _importable(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+_CPYTHON = sys.implementation.name == "cpython"
+# (start of the skip reason, condition under which that skip is expected)
+_ALLOWED_SKIPS = [
+    ("needs a real GPU", lambda: not REAL_GPU),
+    ("needs the fake driver", lambda: REAL_GPU),
+    ("the driver in use does not provide", lambda: REAL_GPU),
+    ("thread block clusters need compute capability 9.0", lambda: REAL_GPU),
+    ("set CUABI_TEST_EXPECT_SPEEDUPS=1", lambda: os.environ.get("CUABI_TEST_EXPECT_SPEEDUPS") != "1"),
+    ("checks the message on interpreters without ctypes.pythonapi", lambda: _CPYTHON),
+    ("DLPack capsules need ctypes.pythonapi", lambda: not _CPYTHON),
+    ("PyPy's memoryview.release() does not track exports", lambda: not _CPYTHON),
+    ("the 15 ms target is for CPython", lambda: not _CPYTHON),
+    ("needs reference counts", lambda: not hasattr(sys, "getrefcount")),
+    ("NVRTC not installed", _nvrtc_missing),
+    ("no toolkit stub libcuda.so here", lambda: STUB is None),
+    ("libfakecuda_nogpa.so not built", lambda: NOGPA is None),
+    ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),
+    ("could not import 'cffi'", lambda: not _importable("cffi")),
+    ("could not import 'torch'", lambda: not _importable("torch")),
+    ("could not import 'cupy'", lambda: not _importable("cupy")),
+    ("PyTorch without CUDA", lambda: True),
+]
+_skipped = []
+
+
+def _skip_reason(report):
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return longrepr[2].split("Skipped: ", 1)[-1]
+    return str(longrepr)
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append((report.nodeid, _skip_reason(report)))
+
+
+def _unexpected_skips():
+    return [(nodeid, reason) for nodeid, reason in _skipped
+            if not any(reason.startswith(start) and cond() for start, cond in _ALLOWED_SKIPS)]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0 and _unexpected_skips():
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    unexpected = _unexpected_skips()
+    terminalreporter.write_line("expected-skip budget: %d skipped, %d of them not expected here"
+                                % (len(_skipped), len(unexpected)))
+    for nodeid, reason in unexpected:
+        terminalreporter.write_line("  UNEXPECTED SKIP %s: %s" % (nodeid, reason), red=True)
 
 
 def run_py(code, env=None, drop=(), check=False):

@@ -209,11 +209,10 @@ def test_thread_safety_of_cached_outputs(ctx):
     assert errors_seen == []
 
 
-RECORD_CHECK = r"""
-import ctypes, json, math, struct, sys
+RECORD_PRELUDE = r"""
+import ctypes, json, os, struct, sys
 import cuabi
 from cuabi import driver as d
-from cuabi._sig import split_signature
 
 class Call(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 96), ("requested_version", ctypes.c_int),
@@ -221,14 +220,40 @@ class Call(ctypes.Structure):
                 ("per_thread", ctypes.c_int), ("nargs", ctypes.c_uint),
                 ("signature", ctypes.c_char * 33), ("args", ctypes.c_uint64 * 32)]
 
-fake = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else __import__("os").environ["CUABI_LIBCUDA"])
+fake = ctypes.CDLL(os.environ["CUABI_LIBCUDA"])
 fake.fakecuda_record_last.argtypes = [ctypes.POINTER(Call)]
+fake.fakecuda_record_struct_arg.restype = ctypes.c_size_t
+fake.fakecuda_record_struct_arg.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.c_size_t]
+
+def last():
+    c = Call()
+    return c if fake.fakecuda_record_last(ctypes.byref(c)) else None
+
+def struct_arg(i):
+    buf = ctypes.create_string_buffer(128)
+    n = fake.fakecuda_record_struct_arg(i, buf, 128)
+    return buf.raw[:n]
+
+def tokens(sig):
+    out, i = [], 0
+    while i < len(sig):
+        j = sig.index("}", i) + 1 if sig[i] == "{" else i + 1
+        out.append(sig[i:j])
+        i = j
+    return out
+"""
+
+RECORD_CHECK = RECORD_PRELUDE + r"""
 table = json.load(open(TABLE))
+# Struct arguments by value: a value whose members (or bytes) differ, and the bytes the
+# driver must receive.
+STRUCTS = {"{Ii}": ((5, -6), struct.pack("=Ii", 5, -6)),
+           "{[64]}": (bytes(range(64)), bytes(range(64)))}
 problems = []
 checked = 0
 for ep in table["entry_points"]:
-    toks = split_signature(ep["signature"])
-    args, expect = [], {}
+    toks = tokens(ep["signature"])
+    args, expect, structs = [], {}, {}
     for i, (tok, p) in enumerate(zip(toks, ep["params"])):
         if p["direction"] in ("out", "inout"):
             if p["direction"] == "inout":
@@ -236,9 +261,8 @@ for ep in table["entry_points"]:
             continue
         k = i + 1
         if tok.startswith("{"):
-            n = len(cuabi._libload.backend().struct_type(tok)._fields_) if cuabi.backend_name() == "ctypes" else None
-            members = tok[1:-1]
-            args.append(b"\x11" * 64 if members.startswith("[") else (5, -6))
+            value, structs[i] = STRUCTS[tok]
+            args.append(value)
             continue
         v = {"i": -1000 - k, "I": 0x80000000 + k, "q": -(1 << 40) - k, "Q": (1 << 63) + k,
              "z": (1 << 40) + k, "p": 0x10000 + 16 * k, "f": 1.5 + k, "d": 2.25 + k,
@@ -255,13 +279,15 @@ for ep in table["entry_points"]:
             bits = v
         args.append(v)
         expect[i] = bits
+    fn = getattr(d, ep["name"])
+    fake.fakecuda_record_set_result(0)
     try:
-        getattr(d, ep["name"])(*args)
+        fn(*args)
     except Exception as e:
         problems.append("%s raised %r" % (ep["name"], e))
         continue
-    c = Call()
-    if not fake.fakecuda_record_last(ctypes.byref(c)):
+    c = last()
+    if c is None:
         problems.append("%s: nothing recorded" % ep["name"])
         continue
     if c.name.decode() != ep["driver_name"]:
@@ -271,21 +297,93 @@ for ep in table["entry_points"]:
     for i, bits in expect.items():
         if c.args[i] != bits:
             problems.append("%s arg %d: sent %#x got %#x" % (ep["name"], i, bits, c.args[i]))
+    for i, raw in structs.items():
+        if struct_arg(i) != raw:
+            problems.append("%s arg %d (struct): sent %s got %s" % (ep["name"], i, raw.hex(), struct_arg(i).hex()))
     for i, (tok, p) in enumerate(zip(toks, ep["params"])):
         if p["direction"] in ("out", "inout") and not c.args[i]:
             problems.append("%s arg %d: output cell passed as NULL" % (ep["name"], i))
+    # The driver's result reaches the caller: a failure raises, naming the function.
+    fake.fakecuda_record_set_result(CODE)
+    try:
+        fn(*args)
+        problems.append("%s: returned normally when the driver said %d" % (ep["name"], CODE))
+    except cuabi.CUDAError as e:
+        if e.code != CODE or e.function != ep["name"]:
+            problems.append("%s: raised code %r for %r, not %d" % (ep["name"], e.code, e.function, CODE))
+    except Exception as e:
+        problems.append("%s: raised %r on failure" % (ep["name"], e))
     checked += 1
 print(json.dumps([checked, problems]))
 """
 
 
 @pytest.mark.fake
-def test_every_entry_point_passes_arguments_unchanged():
-    """In the fake's record mode every entry point records the raw argument bits."""
-    code = RECORD_CHECK.replace("TABLE", repr(os.path.join(ROOT, "include", "cuabi", "driver_api.json")))
+def test_every_entry_point_passes_arguments_and_results():
+    """In record mode every entry point passes each argument's raw bits, structs by value
+    included, and raises the driver's failure code."""
+    code = (RECORD_CHECK.replace("TABLE", repr(os.path.join(ROOT, "include", "cuabi", "driver_api.json")))
+            .replace("CODE", str(int(d.CUDA_ERROR_NOT_READY))))
     checked, problems = run_json(code, env={"FAKECUDA_MODE": "record"})
     assert problems == []
     assert checked >= 443
+
+
+@pytest.mark.fake
+def test_every_result_code_raises_its_class():
+    """Every CUresult and libcuabi code (and an unknown one) raises CUDAError with that code."""
+    failures = run_json(RECORD_PRELUDE + r"""
+from cuabi import errors
+codes = sorted({int(c) for c in d.CUresult if int(c) != 0} | set(range(100001, 100009)) | {987654})
+bad = []
+for code in codes:
+    fake.fakecuda_record_set_result(code)
+    try:
+        d.cuCtxSynchronize()
+        bad.append([code, "no exception"])
+    except errors.CUDAError as e:
+        if e.code != code or not isinstance(e, errors.by_code(code)):
+            bad.append([code, "%s with code %r" % (type(e).__name__, e.code)])
+print(json.dumps([len(codes), bad]))
+""", env={"FAKECUDA_MODE": "record"})
+    assert failures[1] == [] and failures[0] > 100
+
+
+@pytest.mark.fake
+def test_integer_arguments_use_their_full_range_and_no_more():
+    """Each integer letter takes exactly its C type's range: the ends pass bit for bit,
+    one beyond raises OverflowError (never wraps, on either backend)."""
+    results = run_json(RECORD_PRELUDE + r"""
+# letter: (entry point, its input arguments with None where the value goes, index in the call)
+CASES = {
+    "I": (d.cuInit, [None], 0, 0, 2**32 - 1),
+    "i": (d.cuDeviceGet, [None], 1, -2**31, 2**31 - 1),
+    "Q": (d.cuMemFree, [None], 0, 0, 2**64 - 1),
+    "z": (d.cuMemAlloc, [None], 1, 0, 2**64 - 1),
+    "B": (d.cuMemsetD8, [0x1000, None, 1], 1, 0, 255),
+    "H": (d.cuMemsetD16, [0x1000, None, 1], 1, 0, 65535),
+    "p": (d.cuCtxSetCurrent, [None], 0, 0, 2**64 - 1),
+}
+out = {}
+for letter, (fn, template, position, lo, hi) in CASES.items():
+    seen = []
+    for value in (lo, hi, lo - 1, hi + 1):
+        args = [value if a is None else a for a in template]
+        try:
+            fn(*args)
+            seen.append(last().args[position])
+        except OverflowError:
+            seen.append("OverflowError")
+        except Exception as e:
+            seen.append(type(e).__name__)
+    out[letter] = seen
+print(json.dumps(out))
+""", env={"FAKECUDA_MODE": "record"})
+    width = {"I": 32, "i": 32, "Q": 64, "z": 64, "B": 8, "H": 16, "p": 64}
+    for letter, seen in results.items():
+        lo_bits = 0 if letter != "i" else 1 << 31
+        hi_bits = (1 << width[letter]) - 1 if letter != "i" else (1 << 31) - 1
+        assert seen == [lo_bits, hi_bits, "OverflowError", "OverflowError"], letter
 
 
 @pytest.mark.fake
@@ -305,3 +403,48 @@ def test_failing_status_maps_to_class_in_record_mode():
 
 def test_needs_helper_detects_missing():
     needs("cuMemAlloc")  # present everywhere: must not skip
+
+
+FAKE_IMAGE = b"fakecuda-module\nkernel saxpy\nglobal counter 16\n\0"
+
+
+@pytest.mark.fake
+def test_multiple_outputs_in_declaration_order(ctx):
+    """Entry points with several outputs return them in the order cuda.h declares them."""
+    held = cuabi.DeviceBuffer(1 << 20)
+    free, total = d.cuMemGetInfo()
+    assert total == 8 << 30 and free <= total - (1 << 20)  # the fake's default device memory
+    held.close()
+    assert d.cuCtxGetStreamPriorityRange() == (0, -5)  # least, greatest
+    dev = d.cuDeviceGet(0)
+    d.cuDevicePrimaryCtxSetFlags(dev, d.CU_CTX_SCHED_BLOCKING_SYNC)
+    assert d.cuDevicePrimaryCtxGetState(dev) == (d.CU_CTX_SCHED_BLOCKING_SYNC, 1)  # flags, active
+    d.cuDevicePrimaryCtxSetFlags(dev, 0)
+    pfn, status = d.cuGetProcAddress("cuMemAlloc", 3020, 0)
+    assert pfn and status == d.CU_GET_PROC_ADDRESS_SUCCESS
+    ptr, pitch = d.cuMemAllocPitch(100, 3, 4)
+    assert ptr and pitch == 512
+    assert d.cuMemGetAddressRange(ptr + 10) == (ptr, 3 * 512)  # base, size
+    d.cuMemFree(ptr)
+    mod = d.cuModuleLoadData(FAKE_IMAGE)
+    try:
+        gptr, size = d.cuModuleGetGlobal(mod, "counter")
+        assert gptr and size == 16
+        f = d.cuModuleGetFunction(mod, "saxpy")
+        assert d.cuFuncGetParamInfo(f, 0) == (0, 4)  # offset, size
+        assert d.cuFuncGetParamInfo(f, 3) == (24, 4)
+    finally:
+        d.cuModuleUnload(mod)
+    lib = d.cuLibraryLoadData(FAKE_IMAGE, None, None, 0, None, None, 0)
+    try:
+        gptr, size = d.cuLibraryGetGlobal(lib, "counter")
+        assert gptr and size == 16
+        k = d.cuLibraryGetKernel(lib, "saxpy")
+        assert d.cuKernelGetParamInfo(k, 1) == (8, 8)
+    finally:
+        d.cuLibraryUnload(lib)
+    s = d.cuStreamCreate(0)
+    try:
+        assert d.cuStreamGetCtx_v2(s) == (ctx.handle, 0)  # context, green context
+    finally:
+        d.cuStreamDestroy(s)

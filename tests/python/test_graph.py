@@ -8,6 +8,7 @@ import pytest
 from conftest import needs
 
 import cuabi
+from cuabi import driver as d
 from cuabi.errors import ClosedError, CUDAError
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernels.ptx")) as _f:
@@ -72,18 +73,37 @@ def test_capture_body_error_discards_graph(saxpy, fake):
     assert s.query()  # the stream is usable again
 
 
+def _dependencies(node):
+    n = d.cuGraphNodeGetDependencies(node, None, None, 0)
+    out = bytearray(8 * n)
+    d.cuGraphNodeGetDependencies(node, out, None, n)
+    return list(struct.unpack("=%dQ" % n, out))
+
+
 def test_empty_graph_and_nodes(ctx):
+    """Empty nodes join a graph after the nodes given; a clone has the same nodes."""
     g = cuabi.Graph()
     assert g.node_count == 0
     needs("cuGraphAddEmptyNode")
     a = g.add_empty_node()
-    g.add_empty_node([a])
-    assert g.node_count == 2
+    b = g.add_empty_node([a])
+    c = g.add_empty_node([b, a])
+    assert g.node_count == 3
+    assert d.cuGraphNodeGetType(c) == d.CU_GRAPH_NODE_TYPE_EMPTY
+    assert _dependencies(a) == [] and _dependencies(b) == [a] and _dependencies(c) == [b, a]
+    with pytest.raises(CUDAError):
+        g.add_empty_node([a, a])  # a dependency named twice
+    assert g.node_count == 3
     needs("cuGraphClone")
-    assert g.clone().node_count == 2
+    clone = g.clone()
+    assert clone.node_count == 3
+    c2 = d.cuGraphNodeFindInClone(c, clone.handle)
+    assert c2 != c and len(_dependencies(c2)) == 2
+    g.instantiate().launch()  # nothing to do, but it runs
 
 
 def test_update(saxpy):
+    """An executable graph takes a same-shaped graph's parameters; other shapes are refused by result."""
     needs("cuGraphExecUpdate")
     s = cuabi.Stream()
     n = 64
@@ -104,6 +124,19 @@ def test_update(saxpy):
     g3 = cuabi.Graph()
     with pytest.raises(CUDAError) as ei:
         ge.update(g3)  # different topology
-    assert hasattr(ei.value, "update_result")
+    assert ei.value.code == d.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+    assert ei.value.update_result == d.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED
+    with pytest.raises(CUDAError) as ei:
+        ge.update(_one_empty_node())  # same count, another node type
+    assert ei.value.update_result == d.CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED
+    ge.launch(s)  # refused updates left it as it was
+    s.sync()
+    assert struct.unpack("%df" % n, y.to_bytes()) == (10.0,) * n
     with pytest.raises(TypeError):
         ge.update("graph")
+
+
+def _one_empty_node():
+    g = cuabi.Graph()
+    g.add_empty_node()
+    return g

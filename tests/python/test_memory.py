@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import cuabi
+from cuabi import driver as d
 from cuabi.errors import ClosedError, CUDAError
 
 
@@ -181,14 +182,34 @@ def test_managed_buffer(ctx):
         m.memoryview()
 
 
+def _last_prefetch(buf):
+    out = bytearray(4)
+    d.cuMemRangeGetAttribute(out, 4, d.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, buf.ptr, len(buf))
+    return struct.unpack("=i", out)[0]
+
+
 def test_managed_prefetch(ctx):
+    """prefetch() moves managed memory to the device or the host, and refuses other places."""
     from conftest import needs
 
     needs("cuMemPrefetchAsync")
     m = cuabi.ManagedBuffer(4096)
     m.prefetch("device")
-    m.prefetch("host")
     cuabi.Stream.legacy().sync()
+    assert _last_prefetch(m) == 0  # device 0
+    m.prefetch("host", stream=cuabi.Stream())
+    assert _last_prefetch(m) == d.CU_DEVICE_CPU
+    m.prefetch(cuabi.Device(0))
+    assert _last_prefetch(m) == 0
+    with pytest.raises(ValueError):
+        m.prefetch(5)  # no such device
+    with pytest.raises(CUDAError) as ei:
+        d.cuMemPrefetchAsync(m.ptr, len(m), (d.CU_MEM_LOCATION_TYPE_DEVICE, 5), 0, 0)
+    assert ei.value.code == d.CUDA_ERROR_INVALID_DEVICE
+    assert _last_prefetch(m) == 0
+    with pytest.raises(CUDAError) as ei:
+        d.cuMemPrefetchAsync(cuabi.DeviceBuffer(64).ptr, 64, (d.CU_MEM_LOCATION_TYPE_DEVICE, 0), 0, 0)
+    assert ei.value.code == d.CUDA_ERROR_INVALID_VALUE  # not managed memory
 
 
 def test_memory_pools(ctx):

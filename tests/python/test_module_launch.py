@@ -47,10 +47,15 @@ def test_kernel_launch_method_and_param_spellings(module):
 
 
 def test_inferred_parameters(module):
+    """Without a signature, a kernel's parameters come from the driver's cuFuncGetParamInfo."""
     needs("cuFuncGetParamInfo")
     k = module.get_kernel("saxpy")
     assert k.param_info() == [(0, 4), (8, 8), (16, 8), (24, 4)]
+    assert module.get_kernel("store_mixed").param_info() == [(0, 1), (8, 8), (16, 2), (20, 4), (24, 8)]
+    assert module.get_kernel("empty").param_info() == []
     _saxpy_check(k, cuabi.launch, n=32)
+    with pytest.raises(TypeError, match="takes 4 arguments, 3 given"):
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), module.get_kernel("saxpy"), 1.0, 0, 0)
 
 
 def test_exact_scalar_arguments(module):

@@ -45,6 +45,45 @@ def test_get_proc():
         cuabi.get_proc("cuInit", version="12")
 
 
+@pytest.mark.fake
+def test_get_proc_passes_version_and_flags(fake):
+    """get_proc asks the driver with the version and the flags it was given, not others."""
+    cuabi.get_proc("cuMemcpyHtoD", 7000, flags="per_thread")
+    assert fake.request("cuMemcpyHtoD")[1:] == (7000, 2)  # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+    cuabi.get_proc("cuMemcpyHtoD", 3020, flags="legacy")
+    assert fake.request("cuMemcpyHtoD")[1:] == (3020, 1)  # CU_GET_PROC_ADDRESS_LEGACY_STREAM
+    cuabi.get_proc("cuMemcpyHtoD", 3020)  # the process's mode: legacy here
+    assert fake.request("cuMemcpyHtoD")[1:] == (3020, 1)
+
+
+@pytest.mark.fake
+def test_get_proc_defaults_to_the_process_mode():
+    """Without flags, get_proc asks for the per-thread variant in a per-thread process."""
+    data = run_json("""
+        import ctypes, json, os, cuabi
+        cuabi.get_proc("cuMemcpyHtoD", 7000)
+        info = (ctypes.c_uint64 * 4)()
+        ctypes.CDLL(os.environ["CUABI_LIBCUDA"]).fakecuda_request_info(b"cuMemcpyHtoD", info)
+        print(json.dumps(bytes(info)[8:16].hex()))
+    """, env={"CUABI_PER_THREAD_DEFAULT_STREAM": "1"})
+    assert int.from_bytes(bytes.fromhex(data), sys.byteorder) == 2  # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+
+
+@pytest.mark.fake
+def test_call_passes_every_letter(fake):
+    """cuabi.call hands each signature letter to the callee at its C type and full width."""
+    sig = "dqzfiIQp"
+    args = [-2.0e100, -(1 << 40) - 5, (1 << 40) + 7, 1.25, -123456, 0x89ABCDEF, 0xFEDCBA9876543210,
+            0x7F0011223344]
+    cuabi.call("fakecuda_echo_" + sig, sig, *args)
+    import struct
+
+    expected = [struct.unpack("=Q", struct.pack("=d", args[0]))[0], args[1] & (2**64 - 1), args[2],
+                struct.unpack("=I", struct.pack("=f", args[3]))[0], args[4] & (2**32 - 1), args[5],
+                args[6], args[7]]
+    assert fake.last_call() == ("fakecuda_echo_" + sig, expected)
+
+
 def test_call_dynamic():
     cuabi.call("cuInit", "I", 0)
     out = bytearray(4)
