@@ -12,8 +12,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from . import _ptr
-from ._sig import GIL_HELD as QUICK, split_signature, struct_members
+from ._signature import GIL_HELD as QUICK, split_signature, struct_members
 
 _C = ctypes
 _LETTER_TYPES = {
@@ -64,6 +63,7 @@ class Backend:
 
     name = "ctypes"
     checks_ranges = True
+    speedups = None  # the compiled tier is cffi's
     ArgumentError = _C.ArgumentError  # the wrappers re-raise it as TypeError
 
     def __init__(self, open_with):
@@ -95,19 +95,6 @@ class Backend:
         self.out_types = {k: (t * 1) for k, t in cells.items()}
 
     # -- driver entry points ------------------------------------------------------
-    def fast(self, name, wrapper, text_signature):
-        """No compiled fast path with ctypes: the generated wrapper stays."""
-        return None
-
-    def compiled_launcher(self, layout, size, helpers):
-        """No compiled launcher with ctypes: cuabi._module's Python one is used."""
-        return None
-
-    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error,
-                        resource_type, memory_types):
-        """No compiled launch with ctypes."""
-        return None
-
     def cells(self, name):
         """Holder of a wrapper's output cells: one for all threads for the
         getters called without releasing the GIL (no other thread can run
@@ -223,17 +210,12 @@ class Backend:
 
     def call(self, name, version, sig, values):
         cells = []
-        keep = []
         for letter, value in zip(sig, values):
             t = _LETTER_TYPES.get(letter)
             if t is None:
                 # let libcuabi judge the signature: pass a dummy cell
                 cells.append(_C.c_uint64(0))
                 continue
-            if letter == "p":
-                addr, k = _ptr.address(value)
-                keep.append(k)
-                value = addr
             cells.append(t(value))
         arr = (_C.c_void_p * max(1, len(cells)))()
         for i, c in enumerate(cells):

@@ -14,8 +14,7 @@ have fixed classes below; the three that mean "no usable driver" derive from
 from __future__ import annotations
 
 import threading
-
-from ._libload import ConfigurationError, LibraryNotFoundError
+from typing import Dict, Iterable, Optional, Tuple, Type
 
 __all__ = [
     "CUDAError",
@@ -120,6 +119,28 @@ class AlreadyLoadedError(CUDAError):
     code = 100008
 
 
+class LibraryNotFoundError(OSError):
+    """libcuabi.so.1 could not be opened.
+
+    ``tried`` lists ``(candidate, reason)`` pairs in the order they were tried.
+    """
+
+    def __init__(self, tried: Iterable[Tuple[str, str]]):
+        self.tried = list(tried)
+        lines = ["cuabi could not open libcuabi.so.1; tried:"]
+        for candidate, reason in self.tried:
+            lines.append("  %s: %s" % (candidate, reason))
+        lines.append(
+            "Install the cuabi wheel (it bundles the library), or set "
+            "CUABI_LIBRARY to the absolute path of libcuabi.so.1."
+        )
+        super().__init__("\n".join(lines))
+
+
+class ConfigurationError(ValueError):
+    """An environment variable read by cuabi has a value it cannot use."""
+
+
 class ClosedError(ValueError):
     """The object was closed (or its context was) and can no longer be used."""
 
@@ -203,20 +224,17 @@ def by_code(code):
     return cls
 
 
-def make_error(code, function=None):
-    """Build (not raise) the exception for ``code`` returned by ``function``."""
-    from ._libload import backend
-
-    b = backend()
-    name = b.error_name(code) or _result_names().get(code)
-    message = b.error_string(code)
-    report = b.driver_report() if code in _LOAD_CODES else None
-    return by_code(code)(code, name, message, function, report)
+def error_for(code: int, name: Optional[str], message: Optional[str], function: Optional[str],
+              report: Optional[str]) -> CUDAError:
+    """Build (not raise) the exception for ``code``; ``name`` defaults to the
+    enumerator's name from the generated table."""
+    return by_code(code)(code, name or _result_names().get(code), message, function, report)
 
 
-def raise_for(code, function=None):
-    """Raise the exception for a non-zero ``code``."""
-    raise make_error(code, function)
+def is_load_failure(code: int) -> bool:
+    """True for the codes that mean no usable driver was loaded (their errors
+    carry the loader's report)."""
+    return code in _LOAD_CODES
 
 
 def __getattr__(name):

@@ -82,9 +82,9 @@ import cuabi  # noqa: E402
 
 
 def pytest_report_header(config):
-    from cuabi import _libload
+    from cuabi._backend import backend
 
-    b = _libload.backend()
+    b = backend()
     return ["cuabi backend: %s; libcuabi: %s; driver: %s" % (b.name, b.library_path,
                                                               FAKE or "system (real GPU)")]
 

@@ -213,7 +213,7 @@ RECORD_CHECK = r"""
 import ctypes, json, math, struct, sys
 import cuabi
 from cuabi import driver as d
-from cuabi._sig import split_signature
+from cuabi._signature import split_signature
 
 class Call(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char * 96), ("requested_version", ctypes.c_int),
@@ -236,7 +236,7 @@ for ep in table["entry_points"]:
             continue
         k = i + 1
         if tok.startswith("{"):
-            n = len(cuabi._libload.backend().struct_type(tok)._fields_) if cuabi.backend_name() == "ctypes" else None
+            n = len(cuabi._backend.backend().struct_type(tok)._fields_) if cuabi.backend_name() == "ctypes" else None
             members = tok[1:-1]
             args.append(b"\x11" * 64 if members.startswith("[") else (5, -6))
             continue

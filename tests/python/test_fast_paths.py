@@ -63,8 +63,6 @@ def test_argument_errors_are_the_same_on_every_path(store):
         cuabi.launch(None, cfg, k, 1, 1.0, 1, 1, object())
     with pytest.raises(TypeError, match="takes 5 arguments, 4 given"):
         cuabi.launch(None, cfg, k, 1, 1.0, 1, 1)
-    with pytest.raises(TypeError, match="takes 5 arguments, 2 given"):
-        k.launch(cfg, 1, 2)
     with pytest.raises(TypeError, match="LaunchConfig"):
         cuabi.launch(None, (1, 1), k, 1, 1.0, 1, 1, out)
     with pytest.raises(TypeError, match="Kernel"):
@@ -73,27 +71,9 @@ def test_argument_errors_are_the_same_on_every_path(store):
     s.close()
     with pytest.raises(ClosedError, match="Stream is closed"):
         cuabi.launch(s, cfg, k, 1, 1.0, 1, 1, out)
-    with pytest.raises(ClosedError, match="Stream is closed"):
-        k.launch(cfg, 1, 1.0, 1, 1, out, stream=s)
     # and the kernel still works, on an int stream handle and a foreign stream
     cuabi.launch(0, cfg, k, 1, 1.0, 1, 1, out)
-    k.launch(cfg, 1, 1.0, 1, 1, out, stream=cuabi.Stream())
-    cuabi.Stream.legacy().sync()
-
-
-def test_kernel_launch_arguments(store):
-    k = store.get_kernel("store_mixed", "BdHip")
-    out = cuabi.DeviceBuffer(32)
-    s = cuabi.Stream()
-    k.launch(cuabi.LaunchConfig(1, 1), 5, 1.0, 6, 7, out, stream=s)
-    s.sync()
-    assert struct.unpack("4Q", out.to_bytes()) == (5, _u64("d", 1.0), 6, 7)
-    empty = store.get_kernel("empty", "")
-    empty.launch(config=cuabi.LaunchConfig(1, 1))
-    with pytest.raises(TypeError, match="config"):
-        empty.launch()
-    with pytest.raises(TypeError, match="unexpected keyword argument 'strem'"):
-        empty.launch(cuabi.LaunchConfig(1, 1), strem=s)
+    cuabi.launch(cuabi.Stream(), cfg, k, 1, 1.0, 1, 1, out)
     cuabi.Stream.legacy().sync()
 
 
@@ -102,23 +82,29 @@ def test_launch_needs_stream_config_and_kernel(store):
         cuabi.launch(None, cuabi.LaunchConfig(1, 1))
 
 
-def test_configure_launch_refuses_classes_it_cannot_read():
+def _registered_contract():
+    """The LaunchContract cuabi.launch handed the speedups module."""
+    from cuabi import _launch
+
+    assert _launch._chosen is not None
+    return _launch._registered
+
+
+def test_register_launch_refuses_a_name_that_is_no_slot():
     if not EXPECT_SPEEDUPS:
         pytest.skip("set CUABI_TEST_EXPECT_SPEEDUPS=1 when the speedups module is built")
     from cuabi import _cuabi_speedups as sp
-    from cuabi._core import Resource, stream_handle
 
-    class NoSlots:
-        pass
-
-    good = (cuabi.Stream, stream_handle, cuabi.Kernel, ClosedError, Resource, (cuabi.DeviceBuffer,))
-    sp.configure_launch(*good)  # already configured: accepted, changes nothing
+    cuabi.launch  # noqa: B018 - registers the contract
+    good = _registered_contract()
     with pytest.raises(TypeError, match="is not a __slots__ attribute"):
-        sp.configure_launch(cuabi.Stream, stream_handle, NoSlots, ClosedError, Resource, ())
-    with pytest.raises(TypeError, match="memory_types must be Resource subclasses"):
-        sp.configure_launch(*good[:5], (bytes,))
-    with pytest.raises(TypeError, match="Stream must be a Resource subclass"):
-        sp.configure_launch(cuabi.Kernel, *good[1:])
+        sp.register_launch(good.replace(kernel_layout_slot="name_of_no_slot"))
+    with pytest.raises(TypeError, match="is not a __slots__ attribute"):
+        sp.register_launch(good.replace(memory_slot="size"))  # a property, not a slot
+    with pytest.raises(TypeError, match="must be callable"):
+        sp.register_launch(good.replace(device_pointer=None))
+    with pytest.raises(TypeError, match="tuple of at most"):
+        sp.register_launch(good.replace(memory_types=list(good.memory_types)))
 
 
 def test_struct_arguments_must_have_their_exact_size(store):
@@ -224,8 +210,6 @@ def test_speedups_in_use_where_built():
     assert str(inspect.signature(f)) == "(attrib, dev)"
     assert "Calls the driver's cuDeviceGetAttribute" in f.__doc__
     assert type(cuabi.launch).__name__ == "builtin_function_or_method"
-    assert type(cuabi.Kernel.launch).__name__ == "method_descriptor"
-    assert list(inspect.signature(cuabi.Kernel.launch).parameters) == ["self", "config", "args", "stream"]
 
 
 @pytest.mark.skipif(not hasattr(__import__("sys"), "getrefcount"), reason="needs reference counts")
@@ -240,7 +224,7 @@ def test_no_reference_leaks(store):
     def work():
         cuabi.driver.cuStreamGetPriority(s)
         cuabi.launch(s, cfg, k, 1, 1.0, 1, 1, out)
-        k.launch(cfg, 1, 1.0, 1, 1, out.ptr, stream=s)
+        cuabi.launch(s, cfg, k, 1, 1.0, 1, 1, out.ptr)
         with pytest.raises(TypeError):
             cuabi.launch(s, cfg, k, 1, "x", 1, 1, out)
         with pytest.raises(OverflowError):

@@ -71,7 +71,7 @@ def test_graph_on_gpu(kernels):
     b = cuabi.DeviceBuffer(4 * n)
     b.fill(0, width=4)
     s = cuabi.Stream()
-    with s.capture() as cap:
+    with cuabi.Graph.capture(s) as cap:
         for _ in range(10):
             cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
     ge = cap.graph.instantiate()
@@ -86,10 +86,10 @@ def test_events_time_real_work(kernels):
     n = 1 << 22
     b = cuabi.DeviceBuffer(4 * n)
     s = cuabi.Stream()
-    start = cuabi.Event().record(s)
+    start = s.record(cuabi.Event())
     for _ in range(20):
         cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
-    end = cuabi.Event().record(s)
+    end = s.record(cuabi.Event())
     end.sync()
     assert end - start > 0.0
 
@@ -119,7 +119,7 @@ def test_torch_interop(kernels):
     t = torch.arange(1024, dtype=torch.float32, device="cuda")
     ts = torch.cuda.current_stream()
     cuabi.launch(ts.cuda_stream, cuabi.LaunchConfig(4, 256), k, t, t.numel())
-    ts.synchronize()
+    ts.sync()
     assert torch.equal(t.cpu(), torch.arange(1024, dtype=torch.float32) + 1)
     # a cuabi buffer seen by torch through DLPack, computed on both sides
     b = cuabi.DeviceBuffer(4 * 1024)

@@ -8,15 +8,15 @@ import pytest
 from conftest import LIBCUABI, PYDIR, run_json, run_py
 
 import cuabi
-from cuabi import _libload
+from cuabi import _backend
 
 
 def test_import_loads_nothing():
     data = run_json("""
         import sys, json
         import cuabi
-        heavy = [m for m in ("cffi", "_cffi_backend", "ctypes", "cuabi.driver", "cuabi._core",
-                             "cuabi._tables", "cuabi._libload") if m in sys.modules]
+        heavy = [m for m in ("cffi", "_cffi_backend", "ctypes", "cuabi.driver", "cuabi._device",
+                             "cuabi._tables", "cuabi._backend") if m in sys.modules]
         print(json.dumps(heavy))
     """)
     assert data == []
@@ -52,7 +52,7 @@ def test_version_matches_packaging():
 
 def test_lazy_attributes_and_dir():
     assert "Device" in dir(cuabi)
-    assert cuabi.Device is cuabi._core.Device
+    assert cuabi.Device is cuabi._device.Device
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         cuabi.nope  # noqa: B018
 
@@ -143,5 +143,5 @@ def test_relative_library_path_refused():
 
 
 def test_candidates_order():
-    kinds = [k for k, _p in _libload.candidates()]
+    kinds = [k for k, _p in _backend.candidates()]
     assert kinds == ["next to the package", "CUABI_LIBRARY", "system loader"]

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import cuabi
-from cuabi import _interop
+from cuabi import _array_interface, _dlpack
 from cuabi.errors import ClosedError
 
 CPYTHON = sys.implementation.name == "cpython"
@@ -61,17 +61,17 @@ def test_cai_consumer(ctx):
 
 
 def test_dtype_info():
-    assert _interop.dtype_info("float32") == ("<f4", "f", 4)
-    assert _interop.dtype_info("|u1") == ("|u1", "u", 1)
-    assert _interop.dtype_info("i8") == ("<i8", "i", 8)
+    assert _array_interface.dtype_info("float32") == ("<f4", "f", 4)
+    assert _array_interface.dtype_info("|u1") == ("|u1", "u", 1)
+    assert _array_interface.dtype_info("i8") == ("<i8", "i", 8)
 
     class NumpyLike:
         str = "<f8"
 
-    assert _interop.dtype_info(NumpyLike())[2] == 8
+    assert _array_interface.dtype_info(NumpyLike())[2] == 8
     for bad in (">f4", "x4", "f", 3, "f0"):
         with pytest.raises((TypeError, ValueError)):
-            _interop.dtype_info(bad)
+            _array_interface.dtype_info(bad)
 
 
 def test_device_array_checks(ctx):
@@ -104,13 +104,13 @@ def test_dlpack_roundtrip_versioned_and_legacy(ctx):
     b.copy_from(struct.pack("16f", *range(16)))
     v = b.view("f4", shape=(4, 4))
     assert v.__dlpack_device__() == (2, 0)
-    start = _interop.exported_count()
+    start = _dlpack.exported_count()
     imported = cuabi.from_dlpack(v)  # asks for a versioned capsule
     assert imported.ptr == b.ptr and imported.shape == (4, 4) and imported.typestr == "<f4"
-    assert _interop.exported_count() == start + 1
+    assert _dlpack.exported_count() == start + 1
     assert struct.unpack("16f", imported.to_bytes()) == tuple(float(i) for i in range(16))
     imported.close()
-    assert _interop.exported_count() == start
+    assert _dlpack.exported_count() == start
 
     class LegacyProducer:
         def __dlpack_device__(self):
@@ -125,7 +125,7 @@ def test_dlpack_roundtrip_versioned_and_legacy(ctx):
     import gc
 
     gc.collect()
-    assert _interop.exported_count() == start
+    assert _dlpack.exported_count() == start
 
 
 @needs_capsules
@@ -133,12 +133,12 @@ def test_dlpack_unconsumed_capsule_is_freed(ctx):
     import gc
 
     b = cuabi.DeviceBuffer(16)
-    start = _interop.exported_count()
+    start = _dlpack.exported_count()
     cap = b.__dlpack__(max_version=(1, 0))
-    assert _interop.exported_count() == start + 1
+    assert _dlpack.exported_count() == start + 1
     del cap
     gc.collect()
-    assert _interop.exported_count() == start
+    assert _dlpack.exported_count() == start
 
 
 @needs_capsules

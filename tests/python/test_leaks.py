@@ -92,7 +92,7 @@ def test_stream_and_event_create_destroy(ctx, fake):
     def one():
         with cuabi.Stream() as s:
             e = cuabi.Event(timing=False)
-            e.record(s)
+            s.record(e)
             e.close()
     _cycle(one, fake, kinds=("streams", "events"))
 

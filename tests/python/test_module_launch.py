@@ -40,10 +40,10 @@ def test_end_to_end_saxpy_from_ptx(module):
     _saxpy_check(k, cuabi.launch)
 
 
-def test_kernel_launch_method_and_param_spellings(module):
+def test_param_spellings(module):
     for spec in ("fppi", "float32, ptr, ptr, int32", ["float", "pointer", "pointer", "int"]):
         k = module.get_kernel("saxpy", spec)
-        _saxpy_check(k, lambda s, cfg, k, *a: k.launch(cfg, *a, stream=s), n=64)
+        _saxpy_check(k, cuabi.launch, n=64)
 
 
 def test_inferred_parameters(module):
@@ -123,8 +123,6 @@ def test_launch_argument_errors(module):
         cuabi.launch(None, cfg, "saxpy", 1.0, b, b, 4)
     with pytest.raises(TypeError):
         cuabi.launch("stream", cfg, k, 1.0, b, b, 4)
-    with pytest.raises(TypeError, match="takes 4 arguments"):
-        k.launch(cfg, 1.0)
     # still usable after the errors, with configs alternating
     other = cuabi.LaunchConfig(1, 4)
     for c in (cfg, other, cfg):
@@ -144,7 +142,7 @@ def test_launch_config_validation():
 
 
 def test_parse_params():
-    from cuabi._module import parse_params
+    from cuabi._kernel_args import parse_params
 
     assert [p[0] for p in parse_params("pfid")] == ["Q", "f", "i", "d"]
     assert parse_params([(16, 8)])[0] == ("16s", 16, 8, False)
