@@ -9,6 +9,12 @@ and writes, deterministically:
 * ``python/cuabi/_constants.py`` - the few of those the Pythonic layer uses
   (listed in ``PYTHON_CONSTANTS`` below), as plain ints in a module that is
   cheap to import;
+* ``python/cuabi/_structs.py`` - ``struct`` formats of the driver structs the
+  Pythonic layer packs (``PYTHON_RECORDS``), from the table's ``records``;
+* ``python/cuabi/_own_table.py`` - libcuabi's own result codes (name, value,
+  kind) and own functions (result and parameter kinds), from ``own_codes``
+  and ``own_api``: errors.py, the ctypes backend and the build read them;
+* ``python/cdef/own.h``       - the own functions' declarations for cffi;
 * ``python/cdef/driver.h``    - the C declarations the cffi backend is built
   from (pointer inputs as ``uintptr_t``, outputs as ``void *``);
 * ``python/cdef/fast_getters.txt`` - the entry points with one output, which
@@ -33,6 +39,9 @@ TABLE = os.path.join(ROOT, "include", "cuabi", "driver_api.json")
 OUT_DRIVER = os.path.join(HERE, "cuabi", "driver.py")
 OUT_TABLES = os.path.join(HERE, "cuabi", "_tables.py")
 OUT_CONSTANTS = os.path.join(HERE, "cuabi", "_constants.py")
+OUT_STRUCTS = os.path.join(HERE, "cuabi", "_structs.py")
+OUT_OWN_TABLE = os.path.join(HERE, "cuabi", "_own_table.py")
+OUT_OWN_CDEF = os.path.join(HERE, "cdef", "own.h")
 OUT_CDEF = os.path.join(HERE, "cdef", "driver.h")
 OUT_FAST = os.path.join(HERE, "cdef", "fast_getters.txt")
 
@@ -372,6 +381,134 @@ def gen_constants(table):
     return "\n".join(lines) + "\n"
 
 
+# The driver structs the Pythonic layer packs or reads.  A struct used there
+# goes here; generation fails if the table has no record of it.
+PYTHON_RECORDS = (
+    "CUgraphExecUpdateResultInfo", "CUlaunchAttribute", "CUlaunchAttributeValue.clusterDim",
+    "CUlaunchConfig", "CUmemPoolProps",
+)
+
+# struct codes (standard sizes, "=") of the table's field codes
+_STRUCT_CODES = {"i": "i", "I": "I", "q": "q", "Q": "Q", "z": "Q", "p": "Q", "f": "f", "d": "d",
+                 "B": "B", "H": "H", "b": "b", "h": "h"}
+
+
+def record_fields(records, name, prefix="", base=0):
+    """The scalar fields of record ``name`` in memory order, nested structs
+    flattened (``location.type``): ``[(name, offset, size, struct code)]``.
+    A union, or an array of records, is one field of raw bytes (code ``Ns``);
+    so is an array of bytes; an array of other scalars is ``N<code>``."""
+    rec = records.get(name)
+    if rec is None:
+        raise SystemExit("gen_python: the table has no record %r" % name)
+    out = []
+    for f in rec["fields"]:
+        fname, offset, count = prefix + f["name"], base + f["offset"], f.get("count", 1)
+        nested = f.get("record")
+        if nested is not None and count == 1 and records.get(nested, {}).get("kind") == "struct":
+            out.extend(record_fields(records, nested, fname + ".", offset))
+        elif nested is not None or f["code"] == "B":
+            out.append((fname, offset, f["size"], "%ds" % f["size"]))
+        elif f["code"] in _STRUCT_CODES:
+            code = _STRUCT_CODES[f["code"]]
+            out.append((fname, offset, f["size"], code if count == 1 else "%d%s" % (count, code)))
+        else:
+            raise SystemExit("gen_python: %s.%s has code %r, which cuabi cannot pack" % (name, fname, f["code"]))
+    return out
+
+
+def record_format(records, name):
+    """``(struct format, field names)`` of a struct record: fields in order, the
+    padding between them and at the end as ``x``."""
+    rec = records[name]
+    if rec["kind"] != "struct":
+        raise SystemExit("gen_python: %s is a %s; only structs get a format" % (name, rec["kind"]))
+    fmt, names, at = ["="], [], 0
+    for fname, offset, size, code in record_fields(records, name):
+        if offset < at:
+            raise SystemExit("gen_python: %s.%s overlaps the field before it" % (name, fname))
+        if offset > at:
+            fmt.append("%dx" % (offset - at))
+        fmt.append(code)
+        names.append(fname)
+        at = offset + size
+    if rec["size"] > at:
+        fmt.append("%dx" % (rec["size"] - at))
+    return "".join(fmt), names
+
+
+def gen_structs(table):
+    records = table["records"]
+    lines = ["# " + HEADER,
+             '"""``struct`` formats of the driver structs cuabi\'s Pythonic layer packs (LP64 Linux,',
+             "from CUDA %d.%d's headers).  ``FORMATS[name]`` packs the fields of ``FIELDS[name]``,"
+             % (table["cuda_version"] // 1000, table["cuda_version"] % 1000 // 10),
+             "in that order (nested structs flattened, unions as raw bytes); ``SIZES[name]``",
+             'is the struct\'s size."""',
+             "", "FORMATS = {"]
+    formats = {name: record_format(records, name) for name in sorted(PYTHON_RECORDS)}
+    for name, (fmt, _names) in formats.items():
+        lines.append("    %r: %r," % (name, fmt))
+    lines += ["}", "", "FIELDS = {"]
+    for name, (_fmt, names) in formats.items():
+        lines.append("    %r: %r," % (name, tuple(names)))
+    lines += ["}", "", "SIZES = {"]
+    for name in formats:
+        lines.append("    %r: %d," % (name, records[name]["size"]))
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+# How the Python backends pass each own-API parameter and result: "s" a C
+# string (bytes or None), "h" a handle passed as an integer, "p" any other
+# pointer (an address, an output cell, a native array), else its scalar letter.
+def own_kind(value):
+    t = value["type"].replace(" ", "")
+    if value["code"] != "p":
+        return value["code"]
+    if t in ("constchar*", "char*") and value.get("direction", "in") == "in":
+        return "s"
+    return "p" if "*" in t else "h"
+
+
+_OWN_C = dict(C_TYPES, s="const char *", h="uintptr_t", p="void *")
+
+
+def gen_own_table(table):
+    codes = sorted(table["own_codes"], key=lambda c: c["value"])
+    lines = ["# " + HEADER,
+             '"""libcuabi\'s own result codes and own functions (data only).',
+             "",
+             "OWN_CODES: ``(name, value, kind)``, kind ``load`` (no usable driver was loaded: the",
+             "loader's report says why), ``lookup`` (an entry point is missing or too new) or",
+             "``usage`` (bad input to cuabi).  OWN_FUNCTIONS: name -> ``(result kind, parameter",
+             "kinds)``, a kind being ``s`` (C string), ``h`` (handle as an integer), ``p`` (other",
+             'pointer) or the scalar\'s signature letter."""',
+             "", "OWN_CODES = ("]
+    for c in codes:
+        if c["kind"] not in ("load", "lookup", "usage"):
+            raise SystemExit("gen_python: own code %s has unknown kind %r" % (c["name"], c["kind"]))
+        lines.append("    (%r, %d, %r)," % (c["name"], c["value"], c["kind"]))
+    lines += [")", "", "OWN_FUNCTIONS = {"]
+    for f in table["own_api"]:
+        params = "".join(own_kind(p) for p in f["params"])
+        lines.append("    %r: (%r, %r)," % (f["name"], own_kind(f["returns"]), params))
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def gen_own_cdef(table):
+    """One line per own function, in the form python/build_modules.py reads."""
+    lines = ["/* " + HEADER + " */",
+             "/* libcuabi's own functions for cffi: handles are uintptr_t, other pointers void *. */"]
+    for f in table["own_api"]:
+        ret = "int" if f["returns"]["type"] == "CUresult" else _OWN_C[own_kind(f["returns"])]
+        params = ", ".join("%s%s%s" % (_OWN_C[own_kind(p)], "" if _OWN_C[own_kind(p)].endswith("*") else " ",
+                                      p["name"]) for p in f["params"]) or "void"
+        lines.append("%s%s%s(%s);" % (ret, "" if ret.endswith("*") else " ", f["name"], params))
+    return "\n".join(lines) + "\n"
+
+
 def gen_cdef(table):
     eps = sorted(table["entry_points"], key=lambda e: e["name"])
     structs = set()
@@ -424,7 +561,9 @@ def main(argv=None):
     with open(args.table) as f:
         table = json.load(f)
     outputs = {OUT_DRIVER: gen_driver(table), OUT_TABLES: gen_tables(table),
-               OUT_CONSTANTS: gen_constants(table), OUT_CDEF: gen_cdef(table), OUT_FAST: gen_fast(table)}
+               OUT_CONSTANTS: gen_constants(table), OUT_STRUCTS: gen_structs(table),
+               OUT_OWN_TABLE: gen_own_table(table), OUT_OWN_CDEF: gen_own_cdef(table),
+               OUT_CDEF: gen_cdef(table), OUT_FAST: gen_fast(table)}
     stale = []
     for path, text in outputs.items():
         old = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
+from ._own_table import OWN_FUNCTIONS
 from ._signature import GIL_HELD as QUICK, split_signature, struct_members
 
 _C = ctypes
@@ -28,22 +29,10 @@ _LETTER_TYPES = {
     "H": _C.c_uint16,
 }
 
-_OWN = {
-    # name: (restype, argtypes)
-    "cuabi_version": (_C.c_uint32, []),
-    "cuabi_load": (_C.c_int, [_C.c_char_p]),
-    "cuabi_driver_status": (_C.c_int, []),
-    "cuabi_driver_report": (_C.c_void_p, []),
-    "cuabi_driver_path": (_C.c_void_p, []),
-    "cuabi_driver_version": (_C.c_int, [_C.c_void_p]),
-    "cuabi_set_default_stream_mode": (_C.c_int, [_C.c_int]),
-    "cuabi_default_stream_mode": (_C.c_int, []),
-    "cuabi_get_proc": (_C.c_int, [_C.c_char_p, _C.c_int, _C.c_uint64, _C.c_void_p]),
-    "cuabi_call": (_C.c_int, [_C.c_char_p, _C.c_int, _C.c_char_p, _C.c_void_p]),
-    "cuabi_error_name": (_C.c_void_p, [_C.c_int]),
-    "cuabi_error_string": (_C.c_void_p, [_C.c_int]),
-    "cuabi_launch_packed": (_C.c_int, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_size_t]),
-}
+# how the own functions' result and parameter kinds (cuabi._own_table) are declared:
+# a C string parameter as bytes, a returned one as an address (NULL stays 0)
+_OWN_PARAM = dict(_LETTER_TYPES, s=_C.c_char_p, h=_C.c_void_p)
+_OWN_RESULT = dict(_LETTER_TYPES, s=_C.c_void_p)
 
 
 def _cstr(addr):
@@ -77,7 +66,7 @@ class Backend:
         self._quick = QUICK if pydll is not None else frozenset()
         self._gil_lib = pydll(self.library_path, mode=_C.RTLD_LOCAL) if pydll is not None else lib
         own = {}
-        for sym, (restype, argtypes) in _OWN.items():
+        for sym, (result, params) in OWN_FUNCTIONS.items():
             try:
                 f = getattr(lib, sym)
             except AttributeError:
@@ -85,8 +74,8 @@ class Backend:
                     "%s does not export %s; it is not a compatible libcuabi"
                     % (self.library_path, sym)
                 ) from None
-            f.restype = restype
-            f.argtypes = argtypes
+            f.restype = _OWN_RESULT[result]
+            f.argtypes = [_OWN_PARAM[k] for k in params]
             own[sym] = f
         self._own = own
         self.launch_packed = own["cuabi_launch_packed"]

@@ -11,12 +11,13 @@ from ._constants import (CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_R
 from ._device import current_context
 from ._resource import Resource
 from ._stream import Stream, stream_handle
+from ._structs import FORMATS
 from .errors import CUDAError
 
 _MODES = {"global": CU_STREAM_CAPTURE_MODE_GLOBAL, "thread_local": CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
           "relaxed": CU_STREAM_CAPTURE_MODE_RELAXED}
-# CUgraphExecUpdateResultInfo: result (enum), pad, errorNode, errorFromNode
-_UPDATE_INFO = struct.Struct("=I4xQQ")
+# fields: result, errorNode, errorFromNode
+_UPDATE_INFO = struct.Struct(FORMATS["CUgraphExecUpdateResultInfo"])
 
 
 def _mode(mode: str) -> int:

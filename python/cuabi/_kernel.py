@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 from . import driver as _d
 from ._constants import CUDA_ERROR_INVALID_VALUE
 from ._kernel_args import Param, infer_params, layout_for, parse_params
-from .errors import ClosedError, CUDAError, DriverTooOldError, EntryPointNotFoundError
+from .errors import ClosedError, CUDAError, EntryPointError
 
 
 class Kernel:
@@ -109,7 +109,7 @@ def infer_layout(kernel: Kernel, args: Tuple[Any, ...]) -> Any:
     their types from the arguments."""
     try:
         info = kernel.param_info()
-    except (EntryPointNotFoundError, DriverTooOldError):
+    except EntryPointError:
         raise TypeError(
             "kernel %r has no parameter signature and this driver cannot describe its "
             "parameters (cuFuncGetParamInfo needs CUDA 12.4+); pass params= to "

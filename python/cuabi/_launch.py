@@ -34,6 +34,7 @@ from ._constants import (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIB
 from ._kernel import Kernel, infer_layout
 from ._kernel_args import HEADER, HEADER_SIZE
 from ._stream import Stream, stream_handle
+from ._structs import FORMATS
 from .errors import ClosedError, CUDAError
 
 
@@ -94,10 +95,10 @@ class LaunchConfig:
         return "LaunchConfig(grid=%r, block=%r, shmem=%d%s)" % (self.grid, self.block, self.shmem, extra)
 
 
-# CUlaunchConfig: grid[3], block[3], shmem, (pad), hStream, attrs, numAttrs, (pad)
-_LAUNCH_CONFIG = struct.Struct("=7I4xQQI4x")
-# CUlaunchAttribute: id, pad[4], value (64-byte union)
-_LAUNCH_ATTR = struct.Struct("=I4x64s")
+# the driver structs of cuLaunchKernelEx (fields: cuabi._structs.FIELDS)
+_LAUNCH_CONFIG = struct.Struct(FORMATS["CUlaunchConfig"])
+_LAUNCH_ATTR = struct.Struct(FORMATS["CUlaunchAttribute"])
+_CLUSTER_DIM = struct.Struct(FORMATS["CUlaunchAttributeValue.clusterDim"])
 
 
 def launch_extended(f: int, s: int, config: LaunchConfig, param_bytes: Any) -> int:
@@ -106,9 +107,9 @@ def launch_extended(f: int, s: int, config: LaunchConfig, param_bytes: Any) -> i
     b = backend()
     attrs = bytearray()
     if config.cluster is not None:
-        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, struct.pack("=3I", *config.cluster))
+        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, b"", _CLUSTER_DIM.pack(*config.cluster))
     if config.cooperative:
-        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, struct.pack("=i", 1))
+        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, b"", struct.pack("=i", 1))  # int cooperative
     n_attrs = len(attrs) // _LAUNCH_ATTR.size
     attrs_addr, keep_a = b.buffer_address(attrs)
     cfg = bytearray(_LAUNCH_CONFIG.pack(*config.grid, *config.block, config.shmem, s, attrs_addr, n_attrs))

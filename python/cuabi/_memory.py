@@ -18,6 +18,7 @@ from ._constants import (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ATTACH_GLOBAL, CU
 from ._device import Device, current_context
 from ._resource import Resource, finalizing
 from ._stream import stream_handle
+from ._structs import FORMATS
 from .errors import ClosedError
 
 _U64 = struct.Struct("=Q")
@@ -628,10 +629,8 @@ class DeviceArray:
 
 # -- memory pools ----------------------------------------------------------------------
 
-# CUmemPoolProps: allocType, handleTypes, location{type,id}, win32SecurityAttributes,
-# maxSize, usage, reserved[54]
-_POOL_PROPS = struct.Struct("=IIiiQQH54s")
-_POOL_PROPS_SIZE = 88
+# fields: cuabi._structs.FIELDS["CUmemPoolProps"]
+_POOL_PROPS = struct.Struct(FORMATS["CUmemPoolProps"])
 
 
 class MemoryPool(Resource):
@@ -649,7 +648,7 @@ class MemoryPool(Resource):
         ctx = current_context(device)
         self._device = ctx.device
         self._owned = True
-        props = bytearray(_POOL_PROPS_SIZE)
+        props = bytearray(_POOL_PROPS.size)
         _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_NONE,
                               CU_MEM_LOCATION_TYPE_DEVICE, ctx.device.device_id, 0,
                               _nbytes(max_size, "max_size"), 0, b"")

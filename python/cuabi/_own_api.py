@@ -100,12 +100,14 @@ def default_stream_mode() -> str:
 
 def error_name(code: int) -> str:
     """The name of a ``CUresult`` (or libcuabi) status code."""
-    return backend().error_name(_int(code, "code"))
+    check("I", code, "code")  # a CUresult: 0..2**32-1
+    return backend().error_name(code)
 
 
 def error_string(code: int) -> str:
     """The description of a ``CUresult`` (or libcuabi) status code."""
-    return backend().error_string(_int(code, "code"))
+    check("I", code, "code")
+    return backend().error_string(code)
 
 
 def _int(v, name):

@@ -72,7 +72,8 @@ if os.environ.get("CUABI_TEST_INSTALLED") != "1":
         import build_modules
 
         target = os.path.join(PYDIR, "cuabi", "_cuabi_cffi.py")
-        src = [os.path.join(PYDIR, "cdef", "driver.h"), os.path.join(PYDIR, "build_modules.py")]
+        src = [os.path.join(PYDIR, "cdef", name) for name in ("own.h", "driver.h")]
+        src.append(os.path.join(PYDIR, "build_modules.py"))
         if not os.path.exists(target) or os.path.getmtime(target) < max(map(os.path.getmtime, src)):
             build_modules.build_abi(os.path.join(PYDIR, "cuabi"))
     except ImportError:
