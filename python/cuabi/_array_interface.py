@@ -24,7 +24,7 @@ def dtype_info(dtype: Any) -> Tuple[str, str, int]:
     if not isinstance(s, str):
         raise TypeError("dtype must be a typestr like '<f4' or a name like 'float32', got %r" % (dtype,))
     s = _NAMES.get(s, s)
-    if s[:1] in "<>|=":
+    if s[:1] and s[0] in "<>|=":
         order, body = s[0], s[1:]
     else:
         order, body = "", s
