@@ -61,8 +61,7 @@ def test_struct_format_puts_each_field_at_its_offset(table, name):
 
 
 def test_record_format_pads_flattens_and_keeps_unions_as_bytes():
-    """The generator's format for a fixture record: padding, a nested struct, a
-    union and arrays, each where the record puts it."""
+    """A fixture record's format has its padding, nested struct, union and arrays at their offsets."""
     records = {
         "outer": {"kind": "struct", "size": 48, "align": 8, "fields": [
             {"name": "a", "offset": 0, "size": 1, "code": "B", "count": 1},
