@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Dict, Optional, Tuple, Union
 
 from . import driver as _d
 from ._backend import backend
