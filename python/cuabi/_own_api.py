@@ -7,10 +7,12 @@ from typing import Any, NoReturn, Optional, Tuple
 
 from ._address import address
 from ._backend import backend
+from ._constants import CU_GET_PROC_ADDRESS_LEGACY_STREAM, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 from ._signature import check, split_signature
 from .errors import error_for, is_load_failure
 
-_FLAG_NAMES = {"legacy": 1, "per_thread": 2}
+_FLAG_NAMES = {"legacy": CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+               "per_thread": CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM}
 
 
 def raise_for(code: int, function: Optional[str] = None) -> NoReturn:
