@@ -208,8 +208,8 @@ def _choose_launch() -> Callable[..., None]:
             compiled = speedups()
             _launch_packed = backend().launch_packed
         except (OSError, ImportError, ValueError):
-            # no library, no backend module, a bad CUABI_* setting: python_launch
-            # raises the same clear error when it reaches the library
+            # no library, no backend module, a bad CUABI_* setting: then no kernel
+            # can exist either, and python_launch's argument checks say what is wrong
             compiled = None
         if compiled is None:
             _chosen = python_launch
