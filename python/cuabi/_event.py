@@ -57,14 +57,8 @@ class Event(Resource):
         """True when the recorded work has finished."""
         return finished(_d.cuEventQuery, self.handle)
 
-    def elapsed_time(self, end: "Event") -> float:
-        """Milliseconds from this event to ``end`` (both recorded and complete)."""
-        if not isinstance(end, Event):
-            raise TypeError("end must be an Event")
-        return _d.cuEventElapsedTime(self.handle, end.handle)
-
     def __sub__(self, start: "Event") -> float:
-        """``end - start``: elapsed milliseconds."""
+        """``end - start``: milliseconds between two recorded, completed timing events."""
         if not isinstance(start, Event):
             return NotImplemented
-        return start.elapsed_time(self)
+        return _d.cuEventElapsedTime(start.handle, self.handle)

@@ -441,7 +441,8 @@ class PinnedBuffer(Resource):
     def __setitem__(self, key, value):
         self.memoryview()[key] = value
 
-    def tobytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
+        """A copy of the contents as ``bytes``."""
         return self.memoryview().tobytes()
 
     @property

@@ -253,23 +253,22 @@ def test_events_time_the_work_between_them(ctx):
     assert a.query() and b.query()
     ms = b - a
     assert isinstance(ms, float) and ms >= 0.0
-    assert a.elapsed_time(b) == pytest.approx(ms, abs=1e-3) or a.elapsed_time(b) >= 0
 
 
 def test_event_without_timing_has_no_elapsed_time(ctx):
-    """elapsed_time() of an event made with timing=False is a CUDAError."""
+    """end - start with an event made with timing=False is a CUDAError."""
     a = cuabi.Stream.default().record(cuabi.Event())
     n = cuabi.Stream.default().record(cuabi.Event(timing=False))
     n.sync()
     with pytest.raises(CUDAError):
-        n.elapsed_time(a)
+        n - a  # noqa: B018
 
 
 def test_event_arguments_are_checked(ctx):
-    """elapsed_time() and - need events; interprocess events need timing=False."""
+    """Only events subtract; interprocess events need timing=False."""
     a = cuabi.Event()
     with pytest.raises(TypeError):
-        a.elapsed_time(3)
+        a - 3  # noqa: B018
     assert a.__sub__(3) is NotImplemented
     with pytest.raises(ValueError):
         cuabi.Event(interprocess=True)

@@ -180,7 +180,7 @@ class _MyBuffer(cuabi.DeviceBuffer):
 @pytest.mark.parametrize("make, read", [
     (cuabi.DeviceBuffer, lambda b: b.to_bytes()),
     (cuabi.ManagedBuffer, lambda b: b.to_bytes()),
-    (cuabi.PinnedBuffer, lambda b: b.tobytes()),
+    (cuabi.PinnedBuffer, lambda b: b.to_bytes()),
     (_MyBuffer, lambda b: b.to_bytes()),
     (lambda n: cuabi.DeviceBuffer(n).view("u8"), lambda v: v.to_bytes()),
 ])

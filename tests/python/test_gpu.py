@@ -111,7 +111,7 @@ def test_pinned_async_copy_and_pool_on_gpu():
     q = cuabi.PinnedBuffer(1 << 20)
     d.copy_to(q, stream=s)
     s.sync()
-    assert q.tobytes() == p.tobytes()
+    assert q.to_bytes() == p.to_bytes()
     d.close()
 
 

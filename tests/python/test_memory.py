@@ -192,7 +192,7 @@ def test_pinned_buffer_host_access(ctx):
     mv = p.memoryview()
     assert mv is p.memoryview() and not mv.readonly and mv.nbytes == 32
     p[0:4] = b"abcd"
-    assert p[0:4] == b"abcd" and p.tobytes()[:4] == b"abcd"
+    assert p[0:4] == b"abcd" and p.to_bytes()[:4] == b"abcd"
     assert p.__array_interface__["data"][0] == p.ptr
 
 
@@ -204,7 +204,7 @@ def test_pinned_buffer_copies(ctx):
     b.copy_from(p)
     q = cuabi.PinnedBuffer(32)
     b.copy_to(q)
-    assert q.tobytes() == p.tobytes()
+    assert q.to_bytes() == p.to_bytes()
     s = cuabi.Stream()
     b.copy_to(q, stream=s)
     s.sync()
