@@ -131,7 +131,8 @@ class ArgumentLayout:
     """How the Python launch packs one signature's arguments.
 
     ``pack(view, args, kernel)`` writes ``args`` behind the header in the
-    packet ``view``, raising TypeError (naming ``kernel``) for a bad argument;
+    packet ``view`` and returns the packet's size (``size``), raising
+    TypeError (naming ``kernel``) for a bad argument;
     ``spare`` is a packet ``[native buffer, view, config whose header it
     holds]`` kept for the next launch (a launch takes it, and puts it back
     when done, so a concurrent launch makes its own).
@@ -143,9 +144,9 @@ class ArgumentLayout:
         fmt, block, _items = packing(params)
         self.nparams = len(params)
         self.size = HEADER_SIZE + block
-        self.source = _pack_source(params)
+        self.source = _pack_source(params, self.size)
         scope = {"pack_into": struct.Struct(fmt).pack_into, "device_pointer": device_pointer,
-                 "StructError": struct.error, "HEADER_SIZE": HEADER_SIZE}
+                 "StructError": struct.error}
         exec(self.source, scope)  # noqa: S102 - source written by _pack_source from the signature
         self.pack = scope["pack"]
         self.spare: Optional[List[Any]] = None
@@ -156,13 +157,14 @@ class ArgumentLayout:
         return [buf, view, None]
 
 
-def _pack_source(params: Sequence[Param]) -> str:
-    """The ``pack(view, args, kernel)`` function of :class:`ArgumentLayout`."""
+def _pack_source(params: Sequence[Param], size: int) -> str:
+    """The ``pack(view, args, kernel)`` function of :class:`ArgumentLayout`
+    (``size``: the packet's, which it returns)."""
     names = ["a%d" % i for i in range(len(params))]
     lines = ["def pack(view, args, kernel):"]
     if names:
         lines.append("    %s, = args" % ", ".join(names))
-    for name, (code, size, _align, is_ptr) in zip(names, params):
+    for name, (code, nbytes, _align, is_ptr) in zip(names, params):
         if is_ptr:
             lines += ["    if %s.__class__ is not int:" % name,
                       "        %s = device_pointer(%s)" % (name, name)]
@@ -171,16 +173,15 @@ def _pack_source(params: Sequence[Param]) -> str:
             # or cut), and as bytes: PyPy's struct takes no bytearray
             lines += ["    if %s.__class__ is bytearray:" % name,
                       "        %s = bytes(%s)" % (name, name),
-                      "    if %s.__class__ is not bytes or len(%s) != %d:" % (name, name, size),
+                      "    if %s.__class__ is not bytes or len(%s) != %d:" % (name, name, nbytes),
                       "        raise TypeError(\"bad argument for kernel %%r: argument %d must be bytes "
-                      "of the struct's size (%d)\" %% kernel.name)" % (int(name[1:]) + 1, size)]
+                      "of the struct's size (%d)\" %% kernel.name)" % (int(name[1:]) + 1, nbytes)]
     if names:
         lines += ["    try:",
-                  "        pack_into(view, HEADER_SIZE, %s)" % ", ".join(names),
+                  "        pack_into(view, %d, %s)" % (HEADER_SIZE, ", ".join(names)),
                   "    except (StructError, OverflowError, ValueError) as exc:",
                   "        raise TypeError(\"bad argument for kernel %r: %s\" % (kernel.name, exc)) from None"]
-    else:
-        lines.append("    pass")
+    lines.append("    return %d" % size)
     return "\n".join(lines) + "\n"
 
 

@@ -172,15 +172,15 @@ def python_launch(stream: Any, config: LaunchConfig, kernel: Kernel, *args: Any)
                 raise TypeError("config must be a LaunchConfig, got %s" % type(config).__name__)
             _write_header(packet[1], 0, *config._hdr)
             packet[2] = config
-        layout.pack(packet[1], args, kernel)
+        size = layout.pack(packet[1], args, kernel)
     except BaseException:
         layout.spare = packet
         raise
     # 4. the driver call
     if config._ex:
-        rc = launch_extended(f, s, config, packet[1][HEADER_SIZE:layout.size])
+        rc = launch_extended(f, s, config, packet[1][HEADER_SIZE:size])
     else:
-        rc = _launch_packed(f, s, packet[0], layout.size)  # type: ignore[misc]
+        rc = _launch_packed(f, s, packet[0], size)  # type: ignore[misc]
     layout.spare = packet
     # 5. a failure status
     if rc:
