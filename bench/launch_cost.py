@@ -53,7 +53,7 @@ def main(argv):
 
     dev = cuabi.Device(0)
     dev.set_current()
-    stream = dev.create_stream()
+    stream = cuabi.Stream(dev)
     with open(ptx_path, "rb") as f:
         module = cuabi.Module.from_ptx(f.read())
     memory = cuabi.DeviceBuffer(4096)
@@ -88,14 +88,10 @@ def main(argv):
 
         plain = loop_function("launch(stream, config, kernel, %s)" % ", ".join(names),
                               ["launch", "stream", "config", "kernel"] + names)
-        method = loop_function("kernel.launch(config, %s, stream=stream)" % ", ".join(names),
-                               ["stream", "config", "kernel"] + names)
         variants[arity] = {
             "C floor": synced(c_floor),
             "cuabi.launch": synced(lambda p=plain, k=kernel, a=args:
                                    p(CHUNK, cuabi.launch, stream, config, k, *a)),
-            "Kernel.launch": synced(lambda m=method, k=kernel, a=args:
-                                    m(CHUNK, stream, config, k, *a)),
         }
 
     jobs = [(arity, name) for arity in ARITIES for name in variants[arity]]

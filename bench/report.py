@@ -109,11 +109,9 @@ def targets(results):
             lc = results.get("launch_cost", {}).get(name, {})
             variants = lc.get("arities", {}).get(arity, {})
             mine, floor = variants.get("cuabi.launch"), variants.get("C floor")
-            method = variants.get("Kernel.launch")
             over = mine["over_floor"]["median"] if mine else None
             measured = "–" if over is None else (
-                f"{fmt_time(mine['median'])} vs {fmt_time(floor['median'])} ({fmt_delta(over)}; "
-                f"Kernel.launch {fmt_delta(method['over_floor']['median'])})")
+                f"{fmt_time(mine['median'])} vs {fmt_time(floor['median'])} ({fmt_delta(over)})")
             why = lc.get("skipped") or ("no GPU in this run" if results.get("mode") == "no-gpu"
                                         else "not in this run's results")
             rows.append((f"{ops.OPERATION[op].label} via Kernel/launch ≤ C floor + 0.3 µs, "
@@ -214,11 +212,10 @@ def section_launch_cost(results):
     lines = ["## Launch overhead in one process",
              "",
              "The C floor (`bench/c/launch_loop.c`, loaded into the Python process) and "
-             "cuabi's two ways to launch take turns in one process, in a new random order "
+             "`cuabi.launch` take turns in one process, in a new random order "
              "each round; *over the floor* is the median (and p25 – p75) of each round's "
              "difference, so drift that hits a round hits every variant.  Written as a user "
-             "writes them: `launch(stream, config, kernel, a0, …)` and "
-             "`kernel.launch(config, a0, …, stream=stream)`, arguments ints and floats, "
+             "writes it: `launch(stream, config, kernel, a0, …)`, arguments ints and floats, "
              "chunks of 256 launches each followed by an untimed synchronisation."]
     for name, lc in measured.items():
         rows = []

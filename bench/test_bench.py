@@ -43,11 +43,10 @@ def startup_entry(import_ms, first_ms=None):
     return e
 
 
-def launch_cost_entry(floor, over, method_over):
+def launch_cost_entry(floor, over):
     """bench/launch_cost.py's results, summarised as the runner does."""
     samples = {"C floor": [floor * f for f in (0.95, 1.0, 1.05)]}
     samples["cuabi.launch"] = [x + over for x in samples["C floor"]]
-    samples["Kernel.launch"] = [x + method_over for x in samples["C floor"]]
     per_arity = {name: dict(runner.summarize(xs), samples=xs,
                             over_floor=runner.summarize([a - b for a, b in zip(xs, samples["C floor"])]))
                  for name, xs in samples.items()}
@@ -75,8 +74,8 @@ def synthetic_results():
                                                 "forwarded_instructions": 146,
                                                 "direct_instructions": 140},
                                   "timed": {"overhead_ns": 0.4, "forwarded_ns": 8.4, "direct_ns": 8.0}},
-               "launch_cost": {"cuabi_cffi": launch_cost_entry(2000, 250, 280),
-                               "cuabi_ctypes": launch_cost_entry(2000, 500, 700)}}
+               "launch_cost": {"cuabi_cffi": launch_cost_entry(2000, 250),
+                               "cuabi_ctypes": launch_cost_entry(2000, 500)}}
     for op in ops.OPERATIONS:
         table = launch if op.group == "launch" else per_call
         if op.nbytes >= ops.BIG:
@@ -257,5 +256,5 @@ def test_launch_cost_runs_against_the_fake_driver(tmp_path):
     assert out["backend"] == "ctypes" and out["rounds"] == 2
     for arity in ("3", "16"):
         variants = out["arities"][arity]
-        assert set(variants) == {"C floor", "cuabi.launch", "Kernel.launch"}
+        assert set(variants) == {"C floor", "cuabi.launch"}
         assert all(len(xs) == 2 and all(x > 0 for x in xs) for xs in variants.values())

@@ -3,7 +3,7 @@
 Trivial calls, copies and stream-ordered memory go through cuabi.driver (the
 layer the issue's target names, and the one that matches cuda.bindings);
 launches go through the Pythonic Kernel/launch fast path, with a parameter
-signature set once on the kernel; graphs through Stream capture and
+signature set once on the kernel; graphs through Graph's stream capture and
 Graph/GraphExec."""
 
 from functools import cached_property
@@ -35,7 +35,7 @@ def first_call(cuabi):
 def first_use(cuabi):
     dev = cuabi.Device(0)
     dev.set_current()
-    return dev.allocate(ALLOC)
+    return cuabi.DeviceBuffer(ALLOC)
 
 
 def _event_create_destroy(flags, create, destroy):
@@ -60,7 +60,7 @@ class Bench(shared.CopyOps):
         self.d = cuabi.driver
         self.dev = cuabi.Device(0)
         self.dev.set_current()
-        self.stream = self.dev.create_stream()
+        self.stream = cuabi.Stream(self.dev)
         self.s = self.stream.handle
         self.ptx = ptx
         self.dev_small = self.d.cuMemAlloc(SMALL)
@@ -121,12 +121,12 @@ class Bench(shared.CopyOps):
     def _graph(self):
         if not hasattr(self, "graph"):
             kernel = self.kernels[0]
-            self.stream.begin_capture("thread_local")
+            self.cuabi.Graph.begin_capture(self.stream, "thread_local")
             try:
                 for _ in range(GRAPH_NODES):
                     self.cuabi.launch(self.stream, self.config, kernel)
             finally:
-                graph = self.stream.end_capture()  # ends the capture even after a failure
+                graph = self.cuabi.Graph.end_capture(self.stream)  # ends it even after a failure
             self.graph = graph
         return self.graph
 

@@ -21,7 +21,7 @@ extern "C" __global__ void axpb(float *p, float a, float b, int n)
 
 def capture(stream, kernel, buf, n, a, b, steps):
     config = cuabi.LaunchConfig(grid=(n + 255) // 256, block=256)
-    with stream.capture() as cap:
+    with cuabi.Graph.capture(stream) as cap:
         for _ in range(steps):
             cuabi.launch(stream, config, kernel, buf, a, b, n)
     return cap.graph
@@ -39,10 +39,10 @@ def main(n=1 << 16, steps=10, replays=100):
     exe = graph.instantiate()
 
     buf.fill(0, width=4)
-    start = cuabi.Event().record(stream)
+    start = stream.record(cuabi.Event())
     for _ in range(replays):
         exe.launch(stream)
-    end = cuabi.Event().record(stream)
+    end = stream.record(cuabi.Event())
     out = array.array("f", buf.to_bytes(stream=stream))
     expected = float(steps * replays)
     print("%d replays in %.3f ms; p[0] = %g (expected %g)" % (replays, end - start, out[0], expected))

@@ -43,9 +43,9 @@ def main(n=1 << 20):
 
         block = 256
         config = cuabi.LaunchConfig(grid=(n + block - 1) // block, block=block)
-        start = cuabi.Event().record(stream)
+        start = stream.record(cuabi.Event())
         cuabi.launch(stream, config, saxpy, a, x, y, n)
-        end = cuabi.Event().record(stream)
+        end = stream.record(cuabi.Event())
 
         result = array.array("f", bytes(4 * n))
         y.copy_to(result, stream=stream)

@@ -44,14 +44,15 @@ def report(out):
                 "CUABI_LIBNVRTC"):
         if var in os.environ:
             _line(out, var, os.environ[var])
-    from cuabi import _libload
+    from cuabi._backend import backend
+    from cuabi.errors import ConfigurationError, LibraryNotFoundError
 
     try:
-        b = _libload.backend()
-    except _libload.ConfigurationError as exc:
+        b = backend()
+    except ConfigurationError as exc:
         _line(out, "backend", "invalid configuration: %s" % exc)
         return EXIT_NO_LIBRARY
-    except _libload.LibraryNotFoundError as exc:
+    except LibraryNotFoundError as exc:
         _line(out, "libcuabi", "NOT FOUND")
         out.append(str(exc))
         return EXIT_NO_LIBRARY

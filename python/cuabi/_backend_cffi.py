@@ -16,8 +16,7 @@ from __future__ import annotations
 import functools
 import threading
 
-from . import _ptr
-from ._sig import struct_ctype_name
+from ._signature import struct_ctype_name
 
 try:  # compiled API-mode module (faster calls), when the build produced one
     from ._cuabi_cffi_api import ffi as _ffi, lib as _api_lib  # type: ignore
@@ -69,6 +68,7 @@ class Backend:
 
     name = _KIND
     checks_ranges = False
+    speedups = _speedups
 
     class ArgumentError(Exception):
         """Never raised: cffi reports bad arguments as TypeError/OverflowError itself."""
@@ -88,10 +88,6 @@ class Backend:
 
             _handle, self.library_path, self.tried = open_with(opener)
             lib = _api_lib
-            if _speedups is not None:
-                from ._driver_rt import raise_for
-
-                _speedups.bind(self.library_path, raise_for, _ptr.address, _ptr.cstring)
         else:
             lib, self.library_path, self.tried = open_with(ffi.dlopen)
         self._lib = lib
@@ -105,33 +101,6 @@ class Backend:
         self._cast = ffi.cast
 
     # -- driver entry points ------------------------------------------------------
-    def fast(self, name, wrapper, text_signature):
-        """The speedups module's C function for ``name`` (same arguments, result
-        and errors as ``wrapper``, whose docstring it takes), or None."""
-        if _speedups is None:
-            return None
-        doc = "%s%s\n--\n\n%s" % (name, text_signature, wrapper.__doc__ or "")
-        return _speedups.function(name, doc)
-
-    def compiled_launcher(self, layout, size, helpers):
-        """A C launcher for a kernel parameter layout (see cuabi._module), or None."""
-        if _speedups is None:
-            return None
-        return _speedups.make_launcher(layout, size, *helpers)
-
-    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error,
-                        resource_type, memory_types):
-        """The speedups module's ``launch(stream, config, kernel, *args)`` and
-        ``Kernel.launch`` method, or None.
-
-        ``memory_types`` are the Resource subclasses whose kernel address is
-        their handle (``_h``), which the compiled launch reads directly."""
-        if _speedups is None:
-            return None
-        _speedups.configure_launch(stream_type, stream_handle, kernel_type, closed_error,
-                                   resource_type, memory_types)
-        return _speedups.launch, _speedups.kernel_launch_method()
-
     def cells(self, name):
         """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""
         return threading.local()
@@ -217,16 +186,12 @@ class Backend:
     def call(self, name, version, sig, values):
         new = self._new
         cells = []
-        keep = []
         for letter, value in zip(sig, values):
             t = _CELL.get(letter)
             if t is None:
+                # let libcuabi judge the signature: pass a dummy cell
                 cells.append(new("uint64_t *"))
                 continue
-            if letter == "p":
-                addr, k = _ptr.address(value)
-                keep.append(k)
-                value = addr
             cells.append(new(t, value))
         arr = new("void *[]", max(1, len(cells)))
         for i, c in enumerate(cells):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from . import _ptr
-from ._sig import GIL_HELD as QUICK, split_signature, struct_members
+from ._own_table import OWN_FUNCTIONS
+from ._signature import GIL_HELD as QUICK, split_signature, struct_members
 
 _C = ctypes
 _LETTER_TYPES = {
@@ -29,22 +29,10 @@ _LETTER_TYPES = {
     "H": _C.c_uint16,
 }
 
-_OWN = {
-    # name: (restype, argtypes)
-    "cuabi_version": (_C.c_uint32, []),
-    "cuabi_load": (_C.c_int, [_C.c_char_p]),
-    "cuabi_driver_status": (_C.c_int, []),
-    "cuabi_driver_report": (_C.c_void_p, []),
-    "cuabi_driver_path": (_C.c_void_p, []),
-    "cuabi_driver_version": (_C.c_int, [_C.c_void_p]),
-    "cuabi_set_default_stream_mode": (_C.c_int, [_C.c_int]),
-    "cuabi_default_stream_mode": (_C.c_int, []),
-    "cuabi_get_proc": (_C.c_int, [_C.c_char_p, _C.c_int, _C.c_uint64, _C.c_void_p]),
-    "cuabi_call": (_C.c_int, [_C.c_char_p, _C.c_int, _C.c_char_p, _C.c_void_p]),
-    "cuabi_error_name": (_C.c_void_p, [_C.c_int]),
-    "cuabi_error_string": (_C.c_void_p, [_C.c_int]),
-    "cuabi_launch_packed": (_C.c_int, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_size_t]),
-}
+# how the own functions' result and parameter kinds (cuabi._own_table) are declared:
+# a C string parameter as bytes, a returned one as an address (NULL stays 0)
+_OWN_PARAM = dict(_LETTER_TYPES, s=_C.c_char_p, h=_C.c_void_p)
+_OWN_RESULT = dict(_LETTER_TYPES, s=_C.c_void_p)
 
 
 def _cstr(addr):
@@ -64,6 +52,7 @@ class Backend:
 
     name = "ctypes"
     checks_ranges = True
+    speedups = None  # the compiled tier is cffi's
     ArgumentError = _C.ArgumentError  # the wrappers re-raise it as TypeError
 
     def __init__(self, open_with):
@@ -77,7 +66,7 @@ class Backend:
         self._quick = QUICK if pydll is not None else frozenset()
         self._gil_lib = pydll(self.library_path, mode=_C.RTLD_LOCAL) if pydll is not None else lib
         own = {}
-        for sym, (restype, argtypes) in _OWN.items():
+        for sym, (result, params) in OWN_FUNCTIONS.items():
             try:
                 f = getattr(lib, sym)
             except AttributeError:
@@ -85,8 +74,8 @@ class Backend:
                     "%s does not export %s; it is not a compatible libcuabi"
                     % (self.library_path, sym)
                 ) from None
-            f.restype = restype
-            f.argtypes = argtypes
+            f.restype = _OWN_RESULT[result]
+            f.argtypes = [_OWN_PARAM[k] for k in params]
             own[sym] = f
         self._own = own
         self.launch_packed = own["cuabi_launch_packed"]
@@ -95,19 +84,6 @@ class Backend:
         self.out_types = {k: (t * 1) for k, t in cells.items()}
 
     # -- driver entry points ------------------------------------------------------
-    def fast(self, name, wrapper, text_signature):
-        """No compiled fast path with ctypes: the generated wrapper stays."""
-        return None
-
-    def compiled_launcher(self, layout, size, helpers):
-        """No compiled launcher with ctypes: cuabi._module's Python one is used."""
-        return None
-
-    def compiled_launch(self, stream_type, stream_handle, kernel_type, closed_error,
-                        resource_type, memory_types):
-        """No compiled launch with ctypes."""
-        return None
-
     def cells(self, name):
         """Holder of a wrapper's output cells: one for all threads for the
         getters called without releasing the GIL (no other thread can run
@@ -223,17 +199,12 @@ class Backend:
 
     def call(self, name, version, sig, values):
         cells = []
-        keep = []
         for letter, value in zip(sig, values):
             t = _LETTER_TYPES.get(letter)
             if t is None:
                 # let libcuabi judge the signature: pass a dummy cell
                 cells.append(_C.c_uint64(0))
                 continue
-            if letter == "p":
-                addr, k = _ptr.address(value)
-                keep.append(k)
-                value = addr
             cells.append(t(value))
         arr = (_C.c_void_p * max(1, len(cells)))()
         for i, c in enumerate(cells):

@@ -3,54 +3,48 @@
 from __future__ import annotations
 
 import struct
+from typing import Any, Optional, Sequence
 
 from . import driver as _d
-from ._core import Resource, current_context, stream_handle
+from ._constants import (CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_RELAXED,
+                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+from ._device import current_context
+from ._resource import Resource
+from ._stream import Stream, stream_handle
+from ._structs import FORMATS
 from .errors import CUDAError
 
-_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
-# CUgraphExecUpdateResultInfo: result (enum), pad, errorNode, errorFromNode
-_UPDATE_INFO = struct.Struct("=I4xQQ")
+_MODES = {"global": CU_STREAM_CAPTURE_MODE_GLOBAL, "thread_local": CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+          "relaxed": CU_STREAM_CAPTURE_MODE_RELAXED}
+# fields: result, errorNode, errorFromNode
+_UPDATE_INFO = struct.Struct(FORMATS["CUgraphExecUpdateResultInfo"])
 
 
-def _mode(mode):
+def _mode(mode: str) -> int:
     m = _MODES.get(mode)
     if m is None:
         raise ValueError("capture mode must be one of %s, got %r" % (", ".join(_MODES), mode))
     return m
 
 
-def begin_capture(stream, mode="global"):
-    from ._core import Stream
-
-    if not isinstance(stream, Stream):
-        raise TypeError("stream must be a cuabi.Stream")
-    _d.cuStreamBeginCapture(stream.handle, _mode(mode))
-
-
-def end_capture(stream) -> "Graph":
-    h = _d.cuStreamEndCapture(stream.handle)
-    return Graph._wrap(h)
-
-
-class _Capture:
-    """``with stream.capture() as cap:`` - ``cap.graph`` holds the result."""
+class Capture:
+    """``with Graph.capture(stream) as cap:`` - ``cap.graph`` holds the result."""
 
     __slots__ = ("stream", "mode", "graph")
 
-    def __init__(self, stream, mode):
+    def __init__(self, stream: Stream, mode: str) -> None:
         _mode(mode)
         self.stream = stream
         self.mode = mode
-        self.graph = None
+        self.graph: Optional[Graph] = None
 
-    def __enter__(self):
-        begin_capture(self.stream, self.mode)
+    def __enter__(self) -> "Capture":
+        Graph.begin_capture(self.stream, self.mode)
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         try:
-            g = end_capture(self.stream)
+            g = Graph.end_capture(self.stream)
         except CUDAError:
             if exc_type is not None:
                 return False  # the body's error is the interesting one
@@ -63,25 +57,48 @@ class _Capture:
 
 
 class Graph(Resource):
-    """A CUDA graph.  ``Graph()`` is empty; stream capture fills one."""
+    """A CUDA graph.  ``Graph()`` is empty; :meth:`capture` records one from
+    the work queued on a stream."""
 
     __slots__ = ()
 
-    def __init__(self, device=None):
+    def __init__(self, device: Any = None) -> None:
         Resource.__init__(self)
         ctx = current_context(device)
         self._h = _d.cuGraphCreate(0)
         ctx._adopt(self)
 
+    @staticmethod
+    def capture(stream: Stream, mode: str = "global") -> Capture:
+        """Context manager capturing the work queued on ``stream`` inside it:
+        ``with Graph.capture(stream) as cap: ...`` then ``cap.graph``.
+
+        ``mode``: ``"global"``, ``"thread_local"`` or ``"relaxed"``
+        (``CUstreamCaptureMode``).
+        """
+        return Capture(stream, mode)
+
+    @staticmethod
+    def begin_capture(stream: Stream, mode: str = "global") -> None:
+        """Start capturing ``stream`` (what entering :meth:`capture` does)."""
+        if not isinstance(stream, Stream):
+            raise TypeError("stream must be a cuabi.Stream")
+        _d.cuStreamBeginCapture(stream.handle, _mode(mode))
+
+    @staticmethod
+    def end_capture(stream: Stream) -> "Graph":
+        """Stop capturing ``stream``; the captured work as a new graph."""
+        return Graph._wrap(_d.cuStreamEndCapture(stream.handle))
+
     @classmethod
-    def _wrap(cls, h):
+    def _wrap(cls, h: int) -> "Graph":
         self = cls.__new__(cls)
         Resource.__init__(self)
         self._h = h
         current_context()._adopt(self)
         return self
 
-    def _release(self, h):
+    def _release(self, h: int) -> None:
         _d.cuGraphDestroy(h)
 
     @property
@@ -91,7 +108,7 @@ class Graph(Resource):
     def clone(self) -> "Graph":
         return Graph._wrap(_d.cuGraphClone(self.handle))
 
-    def add_empty_node(self, dependencies=()) -> int:
+    def add_empty_node(self, dependencies: Sequence[int] = ()) -> int:
         """Add an empty node depending on the given node handles; returns its handle."""
         deps = list(dependencies)
         arr = bytearray(struct.pack("=%dQ" % len(deps), *deps)) if deps else None
@@ -115,14 +132,14 @@ class GraphExec(Resource):
         self._h = _d.cuGraphInstantiate(graph.handle, flags)
         ctx._adopt(self)
 
-    def _release(self, h):
+    def _release(self, h: int) -> None:
         _d.cuGraphExecDestroy(h)
 
-    def launch(self, stream=None) -> None:
+    def launch(self, stream: Any = None) -> None:
         """Queue the whole graph on ``stream``."""
         _d.cuGraphLaunch(self.handle, stream_handle(stream))
 
-    def upload(self, stream=None) -> None:
+    def upload(self, stream: Any = None) -> None:
         """Upload the graph's work to the device ahead of the first launch."""
         _d.cuGraphUpload(self.handle, stream_handle(stream))
 

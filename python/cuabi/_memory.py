@@ -1,21 +1,25 @@
-"""Device, pinned-host and managed memory, and stream-ordered memory pools."""
+"""Memory: device, pinned-host and managed buffers, stream-ordered memory
+pools, typed device arrays (:class:`DeviceArray`), and copies between them."""
 
 from __future__ import annotations
 
 import struct
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from . import driver as _d
-from ._core import Resource, current_context, stream_handle
-from ._libload import backend
+from ._array_interface import cai_dict, cai_nbytes, dtype_info
+from ._backend import backend
+from ._constants import (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST,
+                         CU_MEM_HANDLE_TYPE_NONE, CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_HOST,
+                         CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
+                         CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+from ._device import Device, current_context
+from ._resource import Resource, finalizing
+from ._stream import stream_handle
+from ._structs import FORMATS
 from .errors import ClosedError
-
-CU_MEMHOSTALLOC_PORTABLE = 0x01
-CU_MEMHOSTALLOC_DEVICEMAP = 0x02
-CU_MEMHOSTALLOC_WRITECOMBINED = 0x04
-CU_MEM_ATTACH_GLOBAL = 0x1
-CU_MEM_ATTACH_HOST = 0x2
 
 _U64 = struct.Struct("=Q")
 
@@ -53,8 +57,6 @@ def _device_view(obj):
         return obj.ptr, obj.size, obj
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
-        from ._interop import cai_nbytes
-
         return int(cai["data"][0]), cai_nbytes(cai), obj
     return None
 
@@ -133,9 +135,8 @@ class _DeviceMemoryMixin:
 
     @property
     def size(self) -> int:
+        """Bytes of memory."""
         return self._size
-
-    nbytes = size
 
     def __len__(self):
         return self._size
@@ -193,29 +194,25 @@ class _DeviceMemoryMixin:
             f = {1: _d.cuMemsetD8Async, 2: _d.cuMemsetD16Async, 4: _d.cuMemsetD32Async}[width]
             f(p, value, count, stream_handle(stream))
 
-    def view(self, dtype="u1", shape=None, strides=None):
+    def view(self, dtype="u1", shape=None, strides=None) -> "DeviceArray":
         """A typed :class:`DeviceArray` over this memory (it keeps the buffer alive)."""
-        from ._interop import DeviceArray, dtype_info
-
         itemsize = dtype_info(dtype)[2]
         if shape is None:
             if self._size % itemsize:
                 raise ValueError("buffer size is not a multiple of the item size")
             shape = (self._size // itemsize,)
         return DeviceArray(self.ptr, shape, dtype, strides=strides, owner=self,
-                           device_id=self._device_ordinal(), stream=self._stream_ref())
+                           device_id=self._device_id(), stream=self._stream_ref())
 
-    def _device_ordinal(self):
+    def _device_id(self):
         ctx = self._ctx
-        return ctx.device.ordinal if ctx is not None else 0
+        return ctx.device.device_id if ctx is not None else 0
 
     def _stream_ref(self):
         return None
 
     @property
     def __cuda_array_interface__(self):
-        from ._interop import cai_dict
-
         return cai_dict(self.ptr, (self._size,), "|u1", None, False, self._stream_ref())
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -227,7 +224,7 @@ class _DeviceMemoryMixin:
 
 
 class DeviceBuffer(_DeviceMemoryMixin, Resource):
-    """Device memory: ``DeviceBuffer(nbytes, stream=None, pool=None, device=None)``.
+    """Device memory: ``DeviceBuffer(size, stream=None, pool=None, device=None)``.
 
     Without ``stream``, ``cuMemAlloc``; with ``stream`` (or ``pool``), a
     stream-ordered allocation (``cuMemAllocAsync`` / ``cuMemAllocFromPoolAsync``)
@@ -236,9 +233,10 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
 
     __slots__ = ("_size", "_stream", "_pool")
 
-    def __init__(self, nbytes, *, stream=None, pool=None, device=None):
+    def __init__(self, size: int, *, stream: Any = None, pool: Optional["MemoryPool"] = None,
+                 device: Any = None) -> None:
         Resource.__init__(self)
-        n = _nbytes(nbytes)
+        n = _nbytes(size, "size")
         self._size = n
         self._stream = None
         self._pool = None
@@ -272,42 +270,44 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
         except ClosedError:
             return None
 
-    def _release(self, h):
-        if self._stream is not None:
+    def _release(self, h: int, free_stream: Optional[int] = None) -> None:
+        """Free ``h``: at once, or stream-ordered on ``free_stream`` (default: the
+        stream it was allocated on; the NULL stream if that one was closed)."""
+        if self._stream is None:
+            if h:
+                _d.cuMemFree(h)
+            return
+        if free_stream is None:
             try:
-                s = stream_handle(self._stream)
+                free_stream = stream_handle(self._stream)
             except ClosedError:
-                s = 0
-            _d.cuMemFreeAsync(h, s)
-        elif h:
-            _d.cuMemFree(h)
+                free_stream = 0
+        _d.cuMemFreeAsync(h, free_stream)
 
-    def close(self, stream=None) -> None:
+    def close(self, stream: Any = None) -> None:
         """Free the memory.  A stream-ordered buffer is freed on ``stream`` (default:
         the stream it was allocated on) after the work queued there."""
-        if stream is not None and self._h is not None:
-            if self._stream is None:
-                raise ValueError("close(stream=...) is for stream-ordered buffers; this one "
-                                 "was allocated with cuMemAlloc and is freed at once")
-            stream_handle(stream)  # a bad stream is refused before anything is freed
-            self._stream = stream
-        Resource.close(self)
-
-    free = close
+        if stream is None or self._h is None:
+            self._close()
+            return
+        if self._stream is None:
+            raise ValueError("close(stream=...) is for stream-ordered buffers; this one "
+                             "was allocated with cuMemAlloc and is freed at once")
+        self._close(stream_handle(stream))  # a bad stream is refused before anything is freed
 
 
 class ManagedBuffer(_DeviceMemoryMixin, Resource):
     """Unified (managed) memory reachable from host and device.
 
-    ``ManagedBuffer(nbytes, attach="global")``; host access through
+    ``ManagedBuffer(size, attach="global")``; host access through
     :meth:`memoryview`, device access through ``ptr`` and the array protocols.
     """
 
     __slots__ = ("_size", "_views")
 
-    def __init__(self, nbytes, *, attach: str = "global", device=None):
+    def __init__(self, size: int, *, attach: str = "global", device: Any = None) -> None:
         Resource.__init__(self)
-        n = _nbytes(nbytes)
+        n = _nbytes(size, "size")
         if n == 0:
             raise ValueError("managed allocations must not be empty")
         flags = {"global": CU_MEM_ATTACH_GLOBAL, "host": CU_MEM_ATTACH_HOST}.get(attach)
@@ -333,13 +333,11 @@ class ManagedBuffer(_DeviceMemoryMixin, Resource):
 
     def prefetch(self, location="device", *, stream=None) -> None:
         """Migrate the memory to the device (``"device"`` or a Device) or ``"host"``."""
-        from ._core import Device
-
         if location == "host":
-            loc = (2, 0)  # CU_MEM_LOCATION_TYPE_HOST
+            loc = (CU_MEM_LOCATION_TYPE_HOST, 0)
         else:
             dev = self._ctx.device if location == "device" else Device(location)
-            loc = (1, dev.ordinal)  # CU_MEM_LOCATION_TYPE_DEVICE
+            loc = (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
         _d.cuMemPrefetchAsync(self.ptr, self._size, loc, 0, stream_handle(stream))
 
     def __getitem__(self, key):
@@ -402,10 +400,10 @@ class PinnedBuffer(Resource):
 
     __slots__ = ("_size", "_views")
 
-    def __init__(self, nbytes, *, portable: bool = False, device_map: bool = False,
-                 write_combined: bool = False, device=None):
+    def __init__(self, size: int, *, portable: bool = False, device_map: bool = False,
+                 write_combined: bool = False, device: Any = None) -> None:
         Resource.__init__(self)
-        n = _nbytes(nbytes)
+        n = _nbytes(size, "size")
         if n == 0:
             raise ValueError("pinned allocations must not be empty")
         flags = ((CU_MEMHOSTALLOC_PORTABLE if portable else 0)
@@ -427,9 +425,8 @@ class PinnedBuffer(Resource):
 
     @property
     def size(self) -> int:
+        """Bytes of memory."""
         return self._size
-
-    nbytes = size
 
     def __len__(self):
         return self._size
@@ -444,7 +441,8 @@ class PinnedBuffer(Resource):
     def __setitem__(self, key, value):
         self.memoryview()[key] = value
 
-    def tobytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
+        """A copy of the contents as ``bytes``."""
         return self.memoryview().tobytes()
 
     @property
@@ -465,17 +463,175 @@ if sys.version_info >= (3, 12):  # pragma: no cover
     PinnedBuffer.__buffer__ = _buffer
 
 
+# -- typed device arrays -----------------------------------------------------------------
+
+class DeviceArray:
+    """A typed view of device memory: pointer, shape, dtype, strides (bytes).
+
+    It keeps its ``owner`` alive (a cuabi buffer, another library's array, or a
+    DLPack capsule's tensor, released with :meth:`close` or at garbage
+    collection).  Pass it to kernels as a pointer argument, to copies, or to
+    other libraries through DLPack or ``__cuda_array_interface__``.
+    """
+
+    __slots__ = ("_ptr", "shape", "typestr", "itemsize", "strides", "_owner", "device_id",
+                 "readonly", "_stream", "_deleter", "_managed", "__weakref__")
+
+    def __init__(self, ptr: int, shape, dtype="u1", *, strides=None, owner=None,
+                 device_id: int = 0, readonly: bool = False, stream: Optional[int] = None):
+        if not isinstance(ptr, int) or isinstance(ptr, bool) or ptr < 0:
+            raise TypeError("ptr must be a non-negative int")
+        if isinstance(shape, int):
+            shape = (shape,)
+        shape = tuple(shape)
+        for d in shape:
+            if not isinstance(d, int) or isinstance(d, bool) or d < 0:
+                raise ValueError("shape must hold non-negative ints, got %r" % (shape,))
+        self.typestr, _kind, self.itemsize = dtype_info(dtype)
+        if strides is not None:
+            strides = tuple(int(s) for s in strides)
+            if len(strides) != len(shape):
+                raise ValueError("strides and shape differ in length")
+        self._ptr = ptr
+        self.shape = shape
+        self.strides = strides
+        self._owner = owner
+        self.device_id = device_id
+        self.readonly = bool(readonly)
+        self._stream = stream
+        self._deleter = None
+        self._managed = 0
+
+    @property
+    def ptr(self) -> int:
+        p = self._ptr
+        if p is None:
+            raise ClosedError("DeviceArray is closed")
+        owner = self._owner
+        if owner is not None and getattr(owner, "_h", 1) is None:
+            raise ClosedError("the memory behind this DeviceArray was freed")
+        return p
+
+    def _cuabi_address(self):
+        return self.ptr
+
+    @property
+    def dtype(self) -> str:
+        return self.typestr
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return cai_nbytes({"typestr": self.typestr, "shape": self.shape, "strides": self.strides})
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def is_c_contiguous(self) -> bool:
+        if self.strides is None:
+            return True
+        expected = self.itemsize
+        for d, st in zip(reversed(self.shape), reversed(self.strides)):
+            if d != 1 and st != expected:
+                return False
+            expected *= d
+        return True
+
+    def copy_from(self, src, *, stream=None):
+        """Copy a host buffer or device array into this (contiguous) array."""
+        if not self.is_c_contiguous():
+            raise ValueError("copies need a C-contiguous array")
+        copy(self, src, self.nbytes, stream=stream)
+
+    def copy_to(self, dst, *, stream=None):
+        """Copy this (contiguous) array into a host buffer or device array."""
+        if not self.is_c_contiguous():
+            raise ValueError("copies need a C-contiguous array")
+        copy(dst, self, self.nbytes, stream=stream)
+
+    def to_bytes(self) -> bytes:
+        out = bytearray(self.nbytes)
+        self.copy_to(out)
+        return bytes(out)
+
+    @property
+    def __cuda_array_interface__(self):
+        return cai_dict(self.ptr, self.shape, self.typestr, self.strides, self.readonly, self._stream)
+
+    def __dlpack_device__(self):
+        from ._dlpack import kDLCUDA, kDLCUDAManaged
+
+        return (kDLCUDAManaged if self._managed else kDLCUDA, self.device_id)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export as a DLPack capsule.
+
+        ``stream`` is the consumer's stream (``None``/1: legacy default, 2:
+        per-thread default, other ints: a handle, -1: no synchronisation); work
+        pending on this array's stream is ordered before it.  ``copy=True`` is
+        refused (cuabi never copies on export).  (DLPack's ctypes structures
+        are loaded by the first export.)
+        """
+        from ._dlpack import DLPACK_MAJOR, export, sync_for_consumer
+
+        ptr = self.ptr
+        if copy:
+            raise BufferError("cuabi does not copy on DLPack export (copy=True)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError("cannot export device %r to %r without a copy"
+                              % (self.__dlpack_device__(), tuple(dl_device)))
+        sync_for_consumer(self._stream, stream)
+        versioned = max_version is not None and tuple(max_version)[0] >= DLPACK_MAJOR
+        return export(self, ptr, versioned)
+
+    def close(self) -> None:
+        """Drop the view; a DLPack import's producer is told it may free the memory."""
+        self._ptr = None
+        self._owner = None
+        d = self._deleter
+        self._deleter = None
+        if d is not None:
+            d()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            d = self._deleter
+        except AttributeError:
+            return
+        if d is not None and not finalizing():
+            try:
+                self._deleter = None
+                d()
+            except Exception:
+                pass
+
+    def __repr__(self):
+        state = "closed" if self._ptr is None else "0x%x" % self._ptr
+        return "<cuabi.DeviceArray %s shape=%r dtype=%s>" % (state, self.shape, self.typestr)
+
+
 # -- memory pools ----------------------------------------------------------------------
 
-CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4
-CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5
-CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6
-CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7
-CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
-# CUmemPoolProps: allocType, handleTypes, location{type,id}, win32SecurityAttributes,
-# maxSize, usage, reserved[54]
-_POOL_PROPS = struct.Struct("=IIiiQQH54s")
-_POOL_PROPS_SIZE = 88
+# fields: cuabi._structs.FIELDS["CUmemPoolProps"]
+_POOL_PROPS = struct.Struct(FORMATS["CUmemPoolProps"])
 
 
 class MemoryPool(Resource):
@@ -493,9 +649,10 @@ class MemoryPool(Resource):
         ctx = current_context(device)
         self._device = ctx.device
         self._owned = True
-        props = bytearray(_POOL_PROPS_SIZE)
-        # CU_MEM_ALLOCATION_TYPE_PINNED = 1, no handle types, CU_MEM_LOCATION_TYPE_DEVICE = 1
-        _POOL_PROPS.pack_into(props, 0, 1, 0, 1, ctx.device.ordinal, 0, _nbytes(max_size, "max_size"), 0, b"")
+        props = bytearray(_POOL_PROPS.size)
+        _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_NONE,
+                              CU_MEM_LOCATION_TYPE_DEVICE, ctx.device.device_id, 0,
+                              _nbytes(max_size, "max_size"), 0, b"")
         self._h = _d.cuMemPoolCreate(props)
         ctx._adopt(self)
         if release_threshold is not None:
@@ -551,9 +708,9 @@ class MemoryPool(Resource):
         """Return unused memory to the system, keeping at least ``keep`` bytes."""
         _d.cuMemPoolTrimTo(self.handle, _nbytes(keep, "keep"))
 
-    def allocate(self, nbytes: int, stream=None) -> DeviceBuffer:
+    def allocate(self, size: int, stream: Any = None) -> DeviceBuffer:
         """A stream-ordered allocation from this pool on ``stream``."""
         if self._h is None:
             raise ClosedError("MemoryPool is closed")
-        return DeviceBuffer(nbytes, stream=stream if stream is not None else 0, pool=self)
+        return DeviceBuffer(size, stream=stream if stream is not None else 0, pool=self)
 

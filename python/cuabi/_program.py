@@ -272,7 +272,7 @@ def _default_arch():
     """The current device's architecture, else NVRTC's oldest supported one."""
     try:
         from . import driver as _d
-        from ._core import Device
+        from ._device import Device
 
         if _d.cuCtxGetCurrent():
             return Device().arch

@@ -15,9 +15,9 @@ cuda.h are module attributes too (``driver.CU_DEVICE_ATTRIBUTE_WARP_SIZE``).
 Each wrapper is created on first use, so importing this module is cheap.
 """
 
-from ._driver_rt import address as _address, bind as _bind, check as _check
-from ._driver_rt import cstring as _cstring, cstr_at as _cstr_at
-from ._driver_rt import raise_for as _raise
+from ._driver_support import address as _address, bind as _bind, check as _check
+from ._driver_support import cstring as _cstring, cstr_at as _cstr_at, fast as _fast
+from ._driver_support import raise_for as _raise
 
 CUDA_HEADERS_VERSION = 13000
 
@@ -47,7 +47,7 @@ def _mk_cuArray3DCreate(_fn, _b, _chk):
             _raise(_rc, 'cuArray3DCreate')
         return _o0[0]
 
-    return _b.fast('cuArray3DCreate', cuArray3DCreate, '(pAllocateArray)') or cuArray3DCreate
+    return _fast('cuArray3DCreate', cuArray3DCreate, '(pAllocateArray)') or cuArray3DCreate
 
 
 def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
@@ -98,7 +98,7 @@ def _mk_cuArrayCreate(_fn, _b, _chk):
             _raise(_rc, 'cuArrayCreate')
         return _o0[0]
 
-    return _b.fast('cuArrayCreate', cuArrayCreate, '(pAllocateArray)') or cuArrayCreate
+    return _fast('cuArrayCreate', cuArrayCreate, '(pAllocateArray)') or cuArrayCreate
 
 
 def _mk_cuArrayDestroy(_fn, _b, _chk):
@@ -195,7 +195,7 @@ def _mk_cuArrayGetPlane(_fn, _b, _chk):
             _raise(_rc, 'cuArrayGetPlane')
         return _o0[0]
 
-    return _b.fast('cuArrayGetPlane', cuArrayGetPlane, '(hArray, planeIdx)') or cuArrayGetPlane
+    return _fast('cuArrayGetPlane', cuArrayGetPlane, '(hArray, planeIdx)') or cuArrayGetPlane
 
 
 def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
@@ -267,7 +267,7 @@ def _mk_cuCheckpointProcessGetRestoreThreadId(_fn, _b, _chk):
             _raise(_rc, 'cuCheckpointProcessGetRestoreThreadId')
         return _o0[0]
 
-    return _b.fast('cuCheckpointProcessGetRestoreThreadId', cuCheckpointProcessGetRestoreThreadId, '(pid)') or cuCheckpointProcessGetRestoreThreadId
+    return _fast('cuCheckpointProcessGetRestoreThreadId', cuCheckpointProcessGetRestoreThreadId, '(pid)') or cuCheckpointProcessGetRestoreThreadId
 
 
 def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
@@ -294,7 +294,7 @@ def _mk_cuCheckpointProcessGetState(_fn, _b, _chk):
             _raise(_rc, 'cuCheckpointProcessGetState')
         return _o0[0]
 
-    return _b.fast('cuCheckpointProcessGetState', cuCheckpointProcessGetState, '(pid)') or cuCheckpointProcessGetState
+    return _fast('cuCheckpointProcessGetState', cuCheckpointProcessGetState, '(pid)') or cuCheckpointProcessGetState
 
 
 def _mk_cuCheckpointProcessLock(_fn, _b, _chk):
@@ -515,7 +515,7 @@ def _mk_cuCtxAttach(_fn, _b, _chk):
             _raise(_rc, 'cuCtxAttach')
         return _o0[0]
 
-    return _b.fast('cuCtxAttach', cuCtxAttach, '(flags)') or cuCtxAttach
+    return _fast('cuCtxAttach', cuCtxAttach, '(flags)') or cuCtxAttach
 
 
 def _mk_cuCtxCreate(_fn, _b, _chk):
@@ -545,7 +545,7 @@ def _mk_cuCtxCreate(_fn, _b, _chk):
             _raise(_rc, 'cuCtxCreate')
         return _o0[0]
 
-    return _b.fast('cuCtxCreate', cuCtxCreate, '(ctxCreateParams, flags, dev)') or cuCtxCreate
+    return _fast('cuCtxCreate', cuCtxCreate, '(ctxCreateParams, flags, dev)') or cuCtxCreate
 
 
 def _mk_cuCtxDestroy(_fn, _b, _chk):
@@ -658,7 +658,7 @@ def _mk_cuCtxFromGreenCtx(_fn, _b, _chk):
             _raise(_rc, 'cuCtxFromGreenCtx')
         return _o0[0]
 
-    return _b.fast('cuCtxFromGreenCtx', cuCtxFromGreenCtx, '(hCtx)') or cuCtxFromGreenCtx
+    return _fast('cuCtxFromGreenCtx', cuCtxFromGreenCtx, '(hCtx)') or cuCtxFromGreenCtx
 
 
 def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
@@ -686,7 +686,7 @@ def _mk_cuCtxGetApiVersion(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetApiVersion')
         return _o0[0]
 
-    return _b.fast('cuCtxGetApiVersion', cuCtxGetApiVersion, '(ctx)') or cuCtxGetApiVersion
+    return _fast('cuCtxGetApiVersion', cuCtxGetApiVersion, '(ctx)') or cuCtxGetApiVersion
 
 
 def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
@@ -712,7 +712,7 @@ def _mk_cuCtxGetCacheConfig(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetCacheConfig')
         return _o0[0]
 
-    return _b.fast('cuCtxGetCacheConfig', cuCtxGetCacheConfig, '()') or cuCtxGetCacheConfig
+    return _fast('cuCtxGetCacheConfig', cuCtxGetCacheConfig, '()') or cuCtxGetCacheConfig
 
 
 def _mk_cuCtxGetCurrent(_fn, _b, _chk):
@@ -738,7 +738,7 @@ def _mk_cuCtxGetCurrent(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetCurrent')
         return _o0[0]
 
-    return _b.fast('cuCtxGetCurrent', cuCtxGetCurrent, '()') or cuCtxGetCurrent
+    return _fast('cuCtxGetCurrent', cuCtxGetCurrent, '()') or cuCtxGetCurrent
 
 
 def _mk_cuCtxGetDevResource(_fn, _b, _chk):
@@ -788,7 +788,7 @@ def _mk_cuCtxGetDevice(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetDevice')
         return _o0[0]
 
-    return _b.fast('cuCtxGetDevice', cuCtxGetDevice, '()') or cuCtxGetDevice
+    return _fast('cuCtxGetDevice', cuCtxGetDevice, '()') or cuCtxGetDevice
 
 
 def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
@@ -816,7 +816,7 @@ def _mk_cuCtxGetDevice_v2(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetDevice_v2')
         return _o0[0]
 
-    return _b.fast('cuCtxGetDevice_v2', cuCtxGetDevice_v2, '(ctx)') or cuCtxGetDevice_v2
+    return _fast('cuCtxGetDevice_v2', cuCtxGetDevice_v2, '(ctx)') or cuCtxGetDevice_v2
 
 
 def _mk_cuCtxGetExecAffinity(_fn, _b, _chk):
@@ -864,7 +864,7 @@ def _mk_cuCtxGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetFlags')
         return _o0[0]
 
-    return _b.fast('cuCtxGetFlags', cuCtxGetFlags, '()') or cuCtxGetFlags
+    return _fast('cuCtxGetFlags', cuCtxGetFlags, '()') or cuCtxGetFlags
 
 
 def _mk_cuCtxGetId(_fn, _b, _chk):
@@ -892,7 +892,7 @@ def _mk_cuCtxGetId(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetId')
         return _o0[0]
 
-    return _b.fast('cuCtxGetId', cuCtxGetId, '(ctx)') or cuCtxGetId
+    return _fast('cuCtxGetId', cuCtxGetId, '(ctx)') or cuCtxGetId
 
 
 def _mk_cuCtxGetLimit(_fn, _b, _chk):
@@ -919,7 +919,7 @@ def _mk_cuCtxGetLimit(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetLimit')
         return _o0[0]
 
-    return _b.fast('cuCtxGetLimit', cuCtxGetLimit, '(limit)') or cuCtxGetLimit
+    return _fast('cuCtxGetLimit', cuCtxGetLimit, '(limit)') or cuCtxGetLimit
 
 
 def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
@@ -945,7 +945,7 @@ def _mk_cuCtxGetSharedMemConfig(_fn, _b, _chk):
             _raise(_rc, 'cuCtxGetSharedMemConfig')
         return _o0[0]
 
-    return _b.fast('cuCtxGetSharedMemConfig', cuCtxGetSharedMemConfig, '()') or cuCtxGetSharedMemConfig
+    return _fast('cuCtxGetSharedMemConfig', cuCtxGetSharedMemConfig, '()') or cuCtxGetSharedMemConfig
 
 
 def _mk_cuCtxGetStreamPriorityRange(_fn, _b, _chk):
@@ -1000,7 +1000,7 @@ def _mk_cuCtxPopCurrent(_fn, _b, _chk):
             _raise(_rc, 'cuCtxPopCurrent')
         return _o0[0]
 
-    return _b.fast('cuCtxPopCurrent', cuCtxPopCurrent, '()') or cuCtxPopCurrent
+    return _fast('cuCtxPopCurrent', cuCtxPopCurrent, '()') or cuCtxPopCurrent
 
 
 def _mk_cuCtxPushCurrent(_fn, _b, _chk):
@@ -1299,7 +1299,7 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
             _raise(_rc, 'cuDevResourceGenerateDesc')
         return _o0[0]
 
-    return _b.fast('cuDevResourceGenerateDesc', cuDevResourceGenerateDesc, '(resources, nbResources)') or cuDevResourceGenerateDesc
+    return _fast('cuDevResourceGenerateDesc', cuDevResourceGenerateDesc, '(resources, nbResources)') or cuDevResourceGenerateDesc
 
 
 def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
@@ -1364,7 +1364,7 @@ def _mk_cuDeviceCanAccessPeer(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceCanAccessPeer')
         return _o0[0]
 
-    return _b.fast('cuDeviceCanAccessPeer', cuDeviceCanAccessPeer, '(dev, peerDev)') or cuDeviceCanAccessPeer
+    return _fast('cuDeviceCanAccessPeer', cuDeviceCanAccessPeer, '(dev, peerDev)') or cuDeviceCanAccessPeer
 
 
 def _mk_cuDeviceComputeCapability(_fn, _b, _chk):
@@ -1421,7 +1421,7 @@ def _mk_cuDeviceGet(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGet')
         return _o0[0]
 
-    return _b.fast('cuDeviceGet', cuDeviceGet, '(ordinal)') or cuDeviceGet
+    return _fast('cuDeviceGet', cuDeviceGet, '(ordinal)') or cuDeviceGet
 
 
 def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
@@ -1449,7 +1449,7 @@ def _mk_cuDeviceGetAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetAttribute')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetAttribute', cuDeviceGetAttribute, '(attrib, dev)') or cuDeviceGetAttribute
+    return _fast('cuDeviceGetAttribute', cuDeviceGetAttribute, '(attrib, dev)') or cuDeviceGetAttribute
 
 
 def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
@@ -1477,7 +1477,7 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetByPCIBusId')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetByPCIBusId', cuDeviceGetByPCIBusId, '(pciBusId)') or cuDeviceGetByPCIBusId
+    return _fast('cuDeviceGetByPCIBusId', cuDeviceGetByPCIBusId, '(pciBusId)') or cuDeviceGetByPCIBusId
 
 
 def _mk_cuDeviceGetCount(_fn, _b, _chk):
@@ -1503,7 +1503,7 @@ def _mk_cuDeviceGetCount(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetCount')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetCount', cuDeviceGetCount, '()') or cuDeviceGetCount
+    return _fast('cuDeviceGetCount', cuDeviceGetCount, '()') or cuDeviceGetCount
 
 
 def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
@@ -1530,7 +1530,7 @@ def _mk_cuDeviceGetDefaultMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetDefaultMemPool')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetDefaultMemPool', cuDeviceGetDefaultMemPool, '(dev)') or cuDeviceGetDefaultMemPool
+    return _fast('cuDeviceGetDefaultMemPool', cuDeviceGetDefaultMemPool, '(dev)') or cuDeviceGetDefaultMemPool
 
 
 def _mk_cuDeviceGetDevResource(_fn, _b, _chk):
@@ -1581,7 +1581,7 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetExecAffinitySupport')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetExecAffinitySupport', cuDeviceGetExecAffinitySupport, '(type, dev)') or cuDeviceGetExecAffinitySupport
+    return _fast('cuDeviceGetExecAffinitySupport', cuDeviceGetExecAffinitySupport, '(type, dev)') or cuDeviceGetExecAffinitySupport
 
 
 def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
@@ -1658,7 +1658,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetLuid')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetLuid', cuDeviceGetLuid, '(luid, dev)') or cuDeviceGetLuid
+    return _fast('cuDeviceGetLuid', cuDeviceGetLuid, '(luid, dev)') or cuDeviceGetLuid
 
 
 def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
@@ -1685,7 +1685,7 @@ def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetMemPool')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetMemPool', cuDeviceGetMemPool, '(dev)') or cuDeviceGetMemPool
+    return _fast('cuDeviceGetMemPool', cuDeviceGetMemPool, '(dev)') or cuDeviceGetMemPool
 
 
 def _mk_cuDeviceGetName(_fn, _b, _chk):
@@ -1786,7 +1786,7 @@ def _mk_cuDeviceGetP2PAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetP2PAttribute')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetP2PAttribute', cuDeviceGetP2PAttribute, '(attrib, srcDevice, dstDevice)') or cuDeviceGetP2PAttribute
+    return _fast('cuDeviceGetP2PAttribute', cuDeviceGetP2PAttribute, '(attrib, srcDevice, dstDevice)') or cuDeviceGetP2PAttribute
 
 
 def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
@@ -1860,7 +1860,7 @@ def _mk_cuDeviceGetTexture1DLinearMaxWidth(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetTexture1DLinearMaxWidth')
         return _o0[0]
 
-    return _b.fast('cuDeviceGetTexture1DLinearMaxWidth', cuDeviceGetTexture1DLinearMaxWidth, '(format, numChannels, dev)') or cuDeviceGetTexture1DLinearMaxWidth
+    return _fast('cuDeviceGetTexture1DLinearMaxWidth', cuDeviceGetTexture1DLinearMaxWidth, '(format, numChannels, dev)') or cuDeviceGetTexture1DLinearMaxWidth
 
 
 def _mk_cuDeviceGetUuid(_fn, _b, _chk):
@@ -1999,7 +1999,7 @@ def _mk_cuDevicePrimaryCtxRetain(_fn, _b, _chk):
             _raise(_rc, 'cuDevicePrimaryCtxRetain')
         return _o0[0]
 
-    return _b.fast('cuDevicePrimaryCtxRetain', cuDevicePrimaryCtxRetain, '(dev)') or cuDevicePrimaryCtxRetain
+    return _fast('cuDevicePrimaryCtxRetain', cuDevicePrimaryCtxRetain, '(dev)') or cuDevicePrimaryCtxRetain
 
 
 def _mk_cuDevicePrimaryCtxSetFlags(_fn, _b, _chk):
@@ -2051,7 +2051,7 @@ def _mk_cuDeviceRegisterAsyncNotification(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceRegisterAsyncNotification')
         return _o0[0]
 
-    return _b.fast('cuDeviceRegisterAsyncNotification', cuDeviceRegisterAsyncNotification, '(device, callbackFunc, userData)') or cuDeviceRegisterAsyncNotification
+    return _fast('cuDeviceRegisterAsyncNotification', cuDeviceRegisterAsyncNotification, '(device, callbackFunc, userData)') or cuDeviceRegisterAsyncNotification
 
 
 def _mk_cuDeviceSetGraphMemAttribute(_fn, _b, _chk):
@@ -2123,7 +2123,7 @@ def _mk_cuDeviceTotalMem(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceTotalMem')
         return _o0[0]
 
-    return _b.fast('cuDeviceTotalMem', cuDeviceTotalMem, '(dev)') or cuDeviceTotalMem
+    return _fast('cuDeviceTotalMem', cuDeviceTotalMem, '(dev)') or cuDeviceTotalMem
 
 
 def _mk_cuDeviceUnregisterAsyncNotification(_fn, _b, _chk):
@@ -2171,7 +2171,7 @@ def _mk_cuDriverGetVersion(_fn, _b, _chk):
             _raise(_rc, 'cuDriverGetVersion')
         return _o0[0]
 
-    return _b.fast('cuDriverGetVersion', cuDriverGetVersion, '()') or cuDriverGetVersion
+    return _fast('cuDriverGetVersion', cuDriverGetVersion, '()') or cuDriverGetVersion
 
 
 def _mk_cuEventCreate(_fn, _b, _chk):
@@ -2198,7 +2198,7 @@ def _mk_cuEventCreate(_fn, _b, _chk):
             _raise(_rc, 'cuEventCreate')
         return _o0[0]
 
-    return _b.fast('cuEventCreate', cuEventCreate, '(Flags)') or cuEventCreate
+    return _fast('cuEventCreate', cuEventCreate, '(Flags)') or cuEventCreate
 
 
 def _mk_cuEventDestroy(_fn, _b, _chk):
@@ -2368,7 +2368,7 @@ def _mk_cuExternalMemoryGetMappedBuffer(_fn, _b, _chk):
             _raise(_rc, 'cuExternalMemoryGetMappedBuffer')
         return _o0[0]
 
-    return _b.fast('cuExternalMemoryGetMappedBuffer', cuExternalMemoryGetMappedBuffer, '(extMem, bufferDesc)') or cuExternalMemoryGetMappedBuffer
+    return _fast('cuExternalMemoryGetMappedBuffer', cuExternalMemoryGetMappedBuffer, '(extMem, bufferDesc)') or cuExternalMemoryGetMappedBuffer
 
 
 def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
@@ -2398,7 +2398,7 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuExternalMemoryGetMappedMipmappedArray')
         return _o0[0]
 
-    return _b.fast('cuExternalMemoryGetMappedMipmappedArray', cuExternalMemoryGetMappedMipmappedArray, '(extMem, mipmapDesc)') or cuExternalMemoryGetMappedMipmappedArray
+    return _fast('cuExternalMemoryGetMappedMipmappedArray', cuExternalMemoryGetMappedMipmappedArray, '(extMem, mipmapDesc)') or cuExternalMemoryGetMappedMipmappedArray
 
 
 def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
@@ -2448,7 +2448,7 @@ def _mk_cuFuncGetAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuFuncGetAttribute')
         return _o0[0]
 
-    return _b.fast('cuFuncGetAttribute', cuFuncGetAttribute, '(attrib, hfunc)') or cuFuncGetAttribute
+    return _fast('cuFuncGetAttribute', cuFuncGetAttribute, '(attrib, hfunc)') or cuFuncGetAttribute
 
 
 def _mk_cuFuncGetModule(_fn, _b, _chk):
@@ -2476,7 +2476,7 @@ def _mk_cuFuncGetModule(_fn, _b, _chk):
             _raise(_rc, 'cuFuncGetModule')
         return _o0[0]
 
-    return _b.fast('cuFuncGetModule', cuFuncGetModule, '(hfunc)') or cuFuncGetModule
+    return _fast('cuFuncGetModule', cuFuncGetModule, '(hfunc)') or cuFuncGetModule
 
 
 def _mk_cuFuncGetName(_fn, _b, _chk):
@@ -2564,7 +2564,7 @@ def _mk_cuFuncIsLoaded(_fn, _b, _chk):
             _raise(_rc, 'cuFuncIsLoaded')
         return _o0[0]
 
-    return _b.fast('cuFuncIsLoaded', cuFuncIsLoaded, '(function)') or cuFuncIsLoaded
+    return _fast('cuFuncIsLoaded', cuFuncIsLoaded, '(function)') or cuFuncIsLoaded
 
 
 def _mk_cuFuncLoad(_fn, _b, _chk):
@@ -2780,7 +2780,7 @@ def _mk_cuGetExportTable(_fn, _b, _chk):
             _raise(_rc, 'cuGetExportTable')
         return _o0[0]
 
-    return _b.fast('cuGetExportTable', cuGetExportTable, '(pExportTableId)') or cuGetExportTable
+    return _fast('cuGetExportTable', cuGetExportTable, '(pExportTableId)') or cuGetExportTable
 
 
 def _mk_cuGetProcAddress(_fn, _b, _chk):
@@ -2846,7 +2846,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddBatchMemOpNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddBatchMemOpNode', cuGraphAddBatchMemOpNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddBatchMemOpNode
+    return _fast('cuGraphAddBatchMemOpNode', cuGraphAddBatchMemOpNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddBatchMemOpNode
 
 
 def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
@@ -2879,7 +2879,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddChildGraphNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddChildGraphNode', cuGraphAddChildGraphNode, '(hGraph, dependencies, numDependencies, childGraph)') or cuGraphAddChildGraphNode
+    return _fast('cuGraphAddChildGraphNode', cuGraphAddChildGraphNode, '(hGraph, dependencies, numDependencies, childGraph)') or cuGraphAddChildGraphNode
 
 
 def _mk_cuGraphAddDependencies(_fn, _b, _chk):
@@ -2938,7 +2938,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEmptyNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddEmptyNode', cuGraphAddEmptyNode, '(hGraph, dependencies, numDependencies)') or cuGraphAddEmptyNode
+    return _fast('cuGraphAddEmptyNode', cuGraphAddEmptyNode, '(hGraph, dependencies, numDependencies)') or cuGraphAddEmptyNode
 
 
 def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
@@ -2971,7 +2971,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEventRecordNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddEventRecordNode', cuGraphAddEventRecordNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventRecordNode
+    return _fast('cuGraphAddEventRecordNode', cuGraphAddEventRecordNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventRecordNode
 
 
 def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
@@ -3004,7 +3004,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEventWaitNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddEventWaitNode', cuGraphAddEventWaitNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventWaitNode
+    return _fast('cuGraphAddEventWaitNode', cuGraphAddEventWaitNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventWaitNode
 
 
 def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
@@ -3037,7 +3037,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddExternalSemaphoresSignalNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddExternalSemaphoresSignalNode', cuGraphAddExternalSemaphoresSignalNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresSignalNode
+    return _fast('cuGraphAddExternalSemaphoresSignalNode', cuGraphAddExternalSemaphoresSignalNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresSignalNode
 
 
 def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
@@ -3070,7 +3070,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddExternalSemaphoresWaitNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddExternalSemaphoresWaitNode', cuGraphAddExternalSemaphoresWaitNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresWaitNode
+    return _fast('cuGraphAddExternalSemaphoresWaitNode', cuGraphAddExternalSemaphoresWaitNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresWaitNode
 
 
 def _mk_cuGraphAddHostNode(_fn, _b, _chk):
@@ -3103,7 +3103,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddHostNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddHostNode', cuGraphAddHostNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddHostNode
+    return _fast('cuGraphAddHostNode', cuGraphAddHostNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddHostNode
 
 
 def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
@@ -3136,7 +3136,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddKernelNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddKernelNode', cuGraphAddKernelNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddKernelNode
+    return _fast('cuGraphAddKernelNode', cuGraphAddKernelNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddKernelNode
 
 
 def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
@@ -3169,7 +3169,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemAllocNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddMemAllocNode', cuGraphAddMemAllocNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddMemAllocNode
+    return _fast('cuGraphAddMemAllocNode', cuGraphAddMemAllocNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddMemAllocNode
 
 
 def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
@@ -3202,7 +3202,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemFreeNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddMemFreeNode', cuGraphAddMemFreeNode, '(hGraph, dependencies, numDependencies, dptr)') or cuGraphAddMemFreeNode
+    return _fast('cuGraphAddMemFreeNode', cuGraphAddMemFreeNode, '(hGraph, dependencies, numDependencies, dptr)') or cuGraphAddMemFreeNode
 
 
 def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
@@ -3237,7 +3237,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemcpyNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddMemcpyNode', cuGraphAddMemcpyNode, '(hGraph, dependencies, numDependencies, copyParams, ctx)') or cuGraphAddMemcpyNode
+    return _fast('cuGraphAddMemcpyNode', cuGraphAddMemcpyNode, '(hGraph, dependencies, numDependencies, copyParams, ctx)') or cuGraphAddMemcpyNode
 
 
 def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
@@ -3272,7 +3272,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemsetNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddMemsetNode', cuGraphAddMemsetNode, '(hGraph, dependencies, numDependencies, memsetParams, ctx)') or cuGraphAddMemsetNode
+    return _fast('cuGraphAddMemsetNode', cuGraphAddMemsetNode, '(hGraph, dependencies, numDependencies, memsetParams, ctx)') or cuGraphAddMemsetNode
 
 
 def _mk_cuGraphAddNode(_fn, _b, _chk):
@@ -3307,7 +3307,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddNode')
         return _o0[0]
 
-    return _b.fast('cuGraphAddNode', cuGraphAddNode, '(hGraph, dependencies, dependencyData, numDependencies, nodeParams)') or cuGraphAddNode
+    return _fast('cuGraphAddNode', cuGraphAddNode, '(hGraph, dependencies, dependencyData, numDependencies, nodeParams)') or cuGraphAddNode
 
 
 def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
@@ -3381,7 +3381,7 @@ def _mk_cuGraphChildGraphNodeGetGraph(_fn, _b, _chk):
             _raise(_rc, 'cuGraphChildGraphNodeGetGraph')
         return _o0[0]
 
-    return _b.fast('cuGraphChildGraphNodeGetGraph', cuGraphChildGraphNodeGetGraph, '(hNode)') or cuGraphChildGraphNodeGetGraph
+    return _fast('cuGraphChildGraphNodeGetGraph', cuGraphChildGraphNodeGetGraph, '(hNode)') or cuGraphChildGraphNodeGetGraph
 
 
 def _mk_cuGraphClone(_fn, _b, _chk):
@@ -3409,7 +3409,7 @@ def _mk_cuGraphClone(_fn, _b, _chk):
             _raise(_rc, 'cuGraphClone')
         return _o0[0]
 
-    return _b.fast('cuGraphClone', cuGraphClone, '(originalGraph)') or cuGraphClone
+    return _fast('cuGraphClone', cuGraphClone, '(originalGraph)') or cuGraphClone
 
 
 def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
@@ -3441,7 +3441,7 @@ def _mk_cuGraphConditionalHandleCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGraphConditionalHandleCreate')
         return _o0[0]
 
-    return _b.fast('cuGraphConditionalHandleCreate', cuGraphConditionalHandleCreate, '(hGraph, ctx, defaultLaunchValue, flags)') or cuGraphConditionalHandleCreate
+    return _fast('cuGraphConditionalHandleCreate', cuGraphConditionalHandleCreate, '(hGraph, ctx, defaultLaunchValue, flags)') or cuGraphConditionalHandleCreate
 
 
 def _mk_cuGraphCreate(_fn, _b, _chk):
@@ -3468,7 +3468,7 @@ def _mk_cuGraphCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGraphCreate')
         return _o0[0]
 
-    return _b.fast('cuGraphCreate', cuGraphCreate, '(flags)') or cuGraphCreate
+    return _fast('cuGraphCreate', cuGraphCreate, '(flags)') or cuGraphCreate
 
 
 def _mk_cuGraphDebugDotPrint(_fn, _b, _chk):
@@ -3562,7 +3562,7 @@ def _mk_cuGraphEventRecordNodeGetEvent(_fn, _b, _chk):
             _raise(_rc, 'cuGraphEventRecordNodeGetEvent')
         return _o0[0]
 
-    return _b.fast('cuGraphEventRecordNodeGetEvent', cuGraphEventRecordNodeGetEvent, '(hNode)') or cuGraphEventRecordNodeGetEvent
+    return _fast('cuGraphEventRecordNodeGetEvent', cuGraphEventRecordNodeGetEvent, '(hNode)') or cuGraphEventRecordNodeGetEvent
 
 
 def _mk_cuGraphEventRecordNodeSetEvent(_fn, _b, _chk):
@@ -3613,7 +3613,7 @@ def _mk_cuGraphEventWaitNodeGetEvent(_fn, _b, _chk):
             _raise(_rc, 'cuGraphEventWaitNodeGetEvent')
         return _o0[0]
 
-    return _b.fast('cuGraphEventWaitNodeGetEvent', cuGraphEventWaitNodeGetEvent, '(hNode)') or cuGraphEventWaitNodeGetEvent
+    return _fast('cuGraphEventWaitNodeGetEvent', cuGraphEventWaitNodeGetEvent, '(hNode)') or cuGraphEventWaitNodeGetEvent
 
 
 def _mk_cuGraphEventWaitNodeSetEvent(_fn, _b, _chk):
@@ -3835,7 +3835,7 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuGraphExecGetFlags')
         return _o0[0]
 
-    return _b.fast('cuGraphExecGetFlags', cuGraphExecGetFlags, '(hGraphExec)') or cuGraphExecGetFlags
+    return _fast('cuGraphExecGetFlags', cuGraphExecGetFlags, '(hGraphExec)') or cuGraphExecGetFlags
 
 
 def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
@@ -4259,7 +4259,7 @@ def _mk_cuGraphInstantiate(_fn, _b, _chk):
             _raise(_rc, 'cuGraphInstantiate')
         return _o0[0]
 
-    return _b.fast('cuGraphInstantiate', cuGraphInstantiate, '(hGraph, flags)') or cuGraphInstantiate
+    return _fast('cuGraphInstantiate', cuGraphInstantiate, '(hGraph, flags)') or cuGraphInstantiate
 
 
 def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
@@ -4289,7 +4289,7 @@ def _mk_cuGraphInstantiateWithParams(_fn, _b, _chk):
             _raise(_rc, 'cuGraphInstantiateWithParams')
         return _o0[0]
 
-    return _b.fast('cuGraphInstantiateWithParams', cuGraphInstantiateWithParams, '(hGraph, instantiateParams)') or cuGraphInstantiateWithParams
+    return _fast('cuGraphInstantiateWithParams', cuGraphInstantiateWithParams, '(hGraph, instantiateParams)') or cuGraphInstantiateWithParams
 
 
 def _mk_cuGraphKernelNodeCopyAttributes(_fn, _b, _chk):
@@ -4480,7 +4480,7 @@ def _mk_cuGraphMemFreeNodeGetParams(_fn, _b, _chk):
             _raise(_rc, 'cuGraphMemFreeNodeGetParams')
         return _o0[0]
 
-    return _b.fast('cuGraphMemFreeNodeGetParams', cuGraphMemFreeNodeGetParams, '(hNode)') or cuGraphMemFreeNodeGetParams
+    return _fast('cuGraphMemFreeNodeGetParams', cuGraphMemFreeNodeGetParams, '(hNode)') or cuGraphMemFreeNodeGetParams
 
 
 def _mk_cuGraphMemcpyNodeGetParams(_fn, _b, _chk):
@@ -4602,7 +4602,7 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeFindInClone')
         return _o0[0]
 
-    return _b.fast('cuGraphNodeFindInClone', cuGraphNodeFindInClone, '(hOriginalNode, hClonedGraph)') or cuGraphNodeFindInClone
+    return _fast('cuGraphNodeFindInClone', cuGraphNodeFindInClone, '(hOriginalNode, hClonedGraph)') or cuGraphNodeFindInClone
 
 
 def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
@@ -4702,7 +4702,7 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeGetEnabled')
         return _o0[0]
 
-    return _b.fast('cuGraphNodeGetEnabled', cuGraphNodeGetEnabled, '(hGraphExec, hNode)') or cuGraphNodeGetEnabled
+    return _fast('cuGraphNodeGetEnabled', cuGraphNodeGetEnabled, '(hGraphExec, hNode)') or cuGraphNodeGetEnabled
 
 
 def _mk_cuGraphNodeGetType(_fn, _b, _chk):
@@ -4730,7 +4730,7 @@ def _mk_cuGraphNodeGetType(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeGetType')
         return _o0[0]
 
-    return _b.fast('cuGraphNodeGetType', cuGraphNodeGetType, '(hNode)') or cuGraphNodeGetType
+    return _fast('cuGraphNodeGetType', cuGraphNodeGetType, '(hNode)') or cuGraphNodeGetType
 
 
 def _mk_cuGraphNodeSetEnabled(_fn, _b, _chk):
@@ -4929,7 +4929,7 @@ def _mk_cuGraphicsResourceGetMappedMipmappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuGraphicsResourceGetMappedMipmappedArray')
         return _o0[0]
 
-    return _b.fast('cuGraphicsResourceGetMappedMipmappedArray', cuGraphicsResourceGetMappedMipmappedArray, '(resource)') or cuGraphicsResourceGetMappedMipmappedArray
+    return _fast('cuGraphicsResourceGetMappedMipmappedArray', cuGraphicsResourceGetMappedMipmappedArray, '(resource)') or cuGraphicsResourceGetMappedMipmappedArray
 
 
 def _mk_cuGraphicsResourceGetMappedPointer(_fn, _b, _chk):
@@ -5012,7 +5012,7 @@ def _mk_cuGraphicsSubResourceGetMappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuGraphicsSubResourceGetMappedArray')
         return _o0[0]
 
-    return _b.fast('cuGraphicsSubResourceGetMappedArray', cuGraphicsSubResourceGetMappedArray, '(resource, arrayIndex, mipLevel)') or cuGraphicsSubResourceGetMappedArray
+    return _fast('cuGraphicsSubResourceGetMappedArray', cuGraphicsSubResourceGetMappedArray, '(resource, arrayIndex, mipLevel)') or cuGraphicsSubResourceGetMappedArray
 
 
 def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
@@ -5087,7 +5087,7 @@ def _mk_cuGreenCtxCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGreenCtxCreate')
         return _o0[0]
 
-    return _b.fast('cuGreenCtxCreate', cuGreenCtxCreate, '(desc, dev, flags)') or cuGreenCtxCreate
+    return _fast('cuGreenCtxCreate', cuGreenCtxCreate, '(desc, dev, flags)') or cuGreenCtxCreate
 
 
 def _mk_cuGreenCtxDestroy(_fn, _b, _chk):
@@ -5160,7 +5160,7 @@ def _mk_cuGreenCtxGetId(_fn, _b, _chk):
             _raise(_rc, 'cuGreenCtxGetId')
         return _o0[0]
 
-    return _b.fast('cuGreenCtxGetId', cuGreenCtxGetId, '(greenCtx)') or cuGreenCtxGetId
+    return _fast('cuGreenCtxGetId', cuGreenCtxGetId, '(greenCtx)') or cuGreenCtxGetId
 
 
 def _mk_cuGreenCtxRecordEvent(_fn, _b, _chk):
@@ -5213,7 +5213,7 @@ def _mk_cuGreenCtxStreamCreate(_fn, _b, _chk):
             _raise(_rc, 'cuGreenCtxStreamCreate')
         return _o0[0]
 
-    return _b.fast('cuGreenCtxStreamCreate', cuGreenCtxStreamCreate, '(greenCtx, flags, priority)') or cuGreenCtxStreamCreate
+    return _fast('cuGreenCtxStreamCreate', cuGreenCtxStreamCreate, '(greenCtx, flags, priority)') or cuGreenCtxStreamCreate
 
 
 def _mk_cuGreenCtxWaitEvent(_fn, _b, _chk):
@@ -5264,7 +5264,7 @@ def _mk_cuImportExternalMemory(_fn, _b, _chk):
             _raise(_rc, 'cuImportExternalMemory')
         return _o0[0]
 
-    return _b.fast('cuImportExternalMemory', cuImportExternalMemory, '(memHandleDesc)') or cuImportExternalMemory
+    return _fast('cuImportExternalMemory', cuImportExternalMemory, '(memHandleDesc)') or cuImportExternalMemory
 
 
 def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
@@ -5292,7 +5292,7 @@ def _mk_cuImportExternalSemaphore(_fn, _b, _chk):
             _raise(_rc, 'cuImportExternalSemaphore')
         return _o0[0]
 
-    return _b.fast('cuImportExternalSemaphore', cuImportExternalSemaphore, '(semHandleDesc)') or cuImportExternalSemaphore
+    return _fast('cuImportExternalSemaphore', cuImportExternalSemaphore, '(semHandleDesc)') or cuImportExternalSemaphore
 
 
 def _mk_cuInit(_fn, _b, _chk):
@@ -5466,7 +5466,7 @@ def _mk_cuKernelGetAttribute(_fn, _b, _chk):
             _raise(_rc, 'cuKernelGetAttribute')
         return _o0[0]
 
-    return _b.fast('cuKernelGetAttribute', cuKernelGetAttribute, '(attrib, kernel, dev)') or cuKernelGetAttribute
+    return _fast('cuKernelGetAttribute', cuKernelGetAttribute, '(attrib, kernel, dev)') or cuKernelGetAttribute
 
 
 def _mk_cuKernelGetFunction(_fn, _b, _chk):
@@ -5494,7 +5494,7 @@ def _mk_cuKernelGetFunction(_fn, _b, _chk):
             _raise(_rc, 'cuKernelGetFunction')
         return _o0[0]
 
-    return _b.fast('cuKernelGetFunction', cuKernelGetFunction, '(kernel)') or cuKernelGetFunction
+    return _fast('cuKernelGetFunction', cuKernelGetFunction, '(kernel)') or cuKernelGetFunction
 
 
 def _mk_cuKernelGetLibrary(_fn, _b, _chk):
@@ -5522,7 +5522,7 @@ def _mk_cuKernelGetLibrary(_fn, _b, _chk):
             _raise(_rc, 'cuKernelGetLibrary')
         return _o0[0]
 
-    return _b.fast('cuKernelGetLibrary', cuKernelGetLibrary, '(kernel)') or cuKernelGetLibrary
+    return _fast('cuKernelGetLibrary', cuKernelGetLibrary, '(kernel)') or cuKernelGetLibrary
 
 
 def _mk_cuKernelGetName(_fn, _b, _chk):
@@ -5926,7 +5926,7 @@ def _mk_cuLibraryGetKernel(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetKernel')
         return _o0[0]
 
-    return _b.fast('cuLibraryGetKernel', cuLibraryGetKernel, '(library, name)') or cuLibraryGetKernel
+    return _fast('cuLibraryGetKernel', cuLibraryGetKernel, '(library, name)') or cuLibraryGetKernel
 
 
 def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
@@ -5954,7 +5954,7 @@ def _mk_cuLibraryGetKernelCount(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetKernelCount')
         return _o0[0]
 
-    return _b.fast('cuLibraryGetKernelCount', cuLibraryGetKernelCount, '(lib)') or cuLibraryGetKernelCount
+    return _fast('cuLibraryGetKernelCount', cuLibraryGetKernelCount, '(lib)') or cuLibraryGetKernelCount
 
 
 def _mk_cuLibraryGetManaged(_fn, _b, _chk):
@@ -6015,7 +6015,7 @@ def _mk_cuLibraryGetModule(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetModule')
         return _o0[0]
 
-    return _b.fast('cuLibraryGetModule', cuLibraryGetModule, '(library)') or cuLibraryGetModule
+    return _fast('cuLibraryGetModule', cuLibraryGetModule, '(library)') or cuLibraryGetModule
 
 
 def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
@@ -6045,7 +6045,7 @@ def _mk_cuLibraryGetUnifiedFunction(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryGetUnifiedFunction')
         return _o0[0]
 
-    return _b.fast('cuLibraryGetUnifiedFunction', cuLibraryGetUnifiedFunction, '(library, symbol)') or cuLibraryGetUnifiedFunction
+    return _fast('cuLibraryGetUnifiedFunction', cuLibraryGetUnifiedFunction, '(library, symbol)') or cuLibraryGetUnifiedFunction
 
 
 def _mk_cuLibraryLoadData(_fn, _b, _chk):
@@ -6083,7 +6083,7 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryLoadData')
         return _o0[0]
 
-    return _b.fast('cuLibraryLoadData', cuLibraryLoadData, '(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadData
+    return _fast('cuLibraryLoadData', cuLibraryLoadData, '(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadData
 
 
 def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
@@ -6121,7 +6121,7 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryLoadFromFile')
         return _o0[0]
 
-    return _b.fast('cuLibraryLoadFromFile', cuLibraryLoadFromFile, '(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadFromFile
+    return _fast('cuLibraryLoadFromFile', cuLibraryLoadFromFile, '(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadFromFile
 
 
 def _mk_cuLibraryUnload(_fn, _b, _chk):
@@ -6265,7 +6265,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
             _raise(_rc, 'cuLinkCreate')
         return _o0[0]
 
-    return _b.fast('cuLinkCreate', cuLinkCreate, '(numOptions, options, optionValues)') or cuLinkCreate
+    return _fast('cuLinkCreate', cuLinkCreate, '(numOptions, options, optionValues)') or cuLinkCreate
 
 
 def _mk_cuLinkDestroy(_fn, _b, _chk):
@@ -6313,7 +6313,7 @@ def _mk_cuLogsCurrent(_fn, _b, _chk):
             _raise(_rc, 'cuLogsCurrent')
         return _o0[0]
 
-    return _b.fast('cuLogsCurrent', cuLogsCurrent, '(flags)') or cuLogsCurrent
+    return _fast('cuLogsCurrent', cuLogsCurrent, '(flags)') or cuLogsCurrent
 
 
 def _mk_cuLogsDumpToFile(_fn, _b, _chk):
@@ -6342,7 +6342,7 @@ def _mk_cuLogsDumpToFile(_fn, _b, _chk):
             _raise(_rc, 'cuLogsDumpToFile')
         return _o0[0]
 
-    return _b.fast('cuLogsDumpToFile', cuLogsDumpToFile, '(pathToFile, flags)') or cuLogsDumpToFile
+    return _fast('cuLogsDumpToFile', cuLogsDumpToFile, '(pathToFile, flags)') or cuLogsDumpToFile
 
 
 def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
@@ -6409,7 +6409,7 @@ def _mk_cuLogsRegisterCallback(_fn, _b, _chk):
             _raise(_rc, 'cuLogsRegisterCallback')
         return _o0[0]
 
-    return _b.fast('cuLogsRegisterCallback', cuLogsRegisterCallback, '(callbackFunc, userData)') or cuLogsRegisterCallback
+    return _fast('cuLogsRegisterCallback', cuLogsRegisterCallback, '(callbackFunc, userData)') or cuLogsRegisterCallback
 
 
 def _mk_cuLogsUnregisterCallback(_fn, _b, _chk):
@@ -6483,7 +6483,7 @@ def _mk_cuMemAddressReserve(_fn, _b, _chk):
             _raise(_rc, 'cuMemAddressReserve')
         return _o0[0]
 
-    return _b.fast('cuMemAddressReserve', cuMemAddressReserve, '(size, alignment, addr, flags)') or cuMemAddressReserve
+    return _fast('cuMemAddressReserve', cuMemAddressReserve, '(size, alignment, addr, flags)') or cuMemAddressReserve
 
 
 def _mk_cuMemAdvise(_fn, _b, _chk):
@@ -6535,7 +6535,7 @@ def _mk_cuMemAlloc(_fn, _b, _chk):
             _raise(_rc, 'cuMemAlloc')
         return _o0[0]
 
-    return _b.fast('cuMemAlloc', cuMemAlloc, '(bytesize)') or cuMemAlloc
+    return _fast('cuMemAlloc', cuMemAlloc, '(bytesize)') or cuMemAlloc
 
 
 def _mk_cuMemAllocAsync(_fn, _b, _chk):
@@ -6564,7 +6564,7 @@ def _mk_cuMemAllocAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocAsync')
         return _o0[0]
 
-    return _b.fast('cuMemAllocAsync', cuMemAllocAsync, '(bytesize, hStream)') or cuMemAllocAsync
+    return _fast('cuMemAllocAsync', cuMemAllocAsync, '(bytesize, hStream)') or cuMemAllocAsync
 
 
 def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
@@ -6595,7 +6595,7 @@ def _mk_cuMemAllocFromPoolAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocFromPoolAsync')
         return _o0[0]
 
-    return _b.fast('cuMemAllocFromPoolAsync', cuMemAllocFromPoolAsync, '(bytesize, pool, hStream)') or cuMemAllocFromPoolAsync
+    return _fast('cuMemAllocFromPoolAsync', cuMemAllocFromPoolAsync, '(bytesize, pool, hStream)') or cuMemAllocFromPoolAsync
 
 
 def _mk_cuMemAllocHost(_fn, _b, _chk):
@@ -6622,7 +6622,7 @@ def _mk_cuMemAllocHost(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocHost')
         return _o0[0]
 
-    return _b.fast('cuMemAllocHost', cuMemAllocHost, '(bytesize)') or cuMemAllocHost
+    return _fast('cuMemAllocHost', cuMemAllocHost, '(bytesize)') or cuMemAllocHost
 
 
 def _mk_cuMemAllocManaged(_fn, _b, _chk):
@@ -6650,7 +6650,7 @@ def _mk_cuMemAllocManaged(_fn, _b, _chk):
             _raise(_rc, 'cuMemAllocManaged')
         return _o0[0]
 
-    return _b.fast('cuMemAllocManaged', cuMemAllocManaged, '(bytesize, flags)') or cuMemAllocManaged
+    return _fast('cuMemAllocManaged', cuMemAllocManaged, '(bytesize, flags)') or cuMemAllocManaged
 
 
 def _mk_cuMemAllocPitch(_fn, _b, _chk):
@@ -6714,7 +6714,7 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemBatchDecompressAsync')
         return _o0[0]
 
-    return _b.fast('cuMemBatchDecompressAsync', cuMemBatchDecompressAsync, '(paramsArray, count, flags, stream)') or cuMemBatchDecompressAsync
+    return _fast('cuMemBatchDecompressAsync', cuMemBatchDecompressAsync, '(paramsArray, count, flags, stream)') or cuMemBatchDecompressAsync
 
 
 def _mk_cuMemCreate(_fn, _b, _chk):
@@ -6744,7 +6744,7 @@ def _mk_cuMemCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMemCreate')
         return _o0[0]
 
-    return _b.fast('cuMemCreate', cuMemCreate, '(size, prop, flags)') or cuMemCreate
+    return _fast('cuMemCreate', cuMemCreate, '(size, prop, flags)') or cuMemCreate
 
 
 def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
@@ -6922,7 +6922,7 @@ def _mk_cuMemGetAccess(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetAccess')
         return _o0[0]
 
-    return _b.fast('cuMemGetAccess', cuMemGetAccess, '(location, ptr)') or cuMemGetAccess
+    return _fast('cuMemGetAccess', cuMemGetAccess, '(location, ptr)') or cuMemGetAccess
 
 
 def _mk_cuMemGetAddressRange(_fn, _b, _chk):
@@ -6982,7 +6982,7 @@ def _mk_cuMemGetAllocationGranularity(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetAllocationGranularity')
         return _o0[0]
 
-    return _b.fast('cuMemGetAllocationGranularity', cuMemGetAllocationGranularity, '(prop, option)') or cuMemGetAllocationGranularity
+    return _fast('cuMemGetAllocationGranularity', cuMemGetAllocationGranularity, '(prop, option)') or cuMemGetAllocationGranularity
 
 
 def _mk_cuMemGetAllocationPropertiesFromHandle(_fn, _b, _chk):
@@ -7033,7 +7033,7 @@ def _mk_cuMemGetDefaultMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetDefaultMemPool')
         return _o0[0]
 
-    return _b.fast('cuMemGetDefaultMemPool', cuMemGetDefaultMemPool, '(location, type)') or cuMemGetDefaultMemPool
+    return _fast('cuMemGetDefaultMemPool', cuMemGetDefaultMemPool, '(location, type)') or cuMemGetDefaultMemPool
 
 
 def _mk_cuMemGetHandleForAddressRange(_fn, _b, _chk):
@@ -7117,7 +7117,7 @@ def _mk_cuMemGetMemPool(_fn, _b, _chk):
             _raise(_rc, 'cuMemGetMemPool')
         return _o0[0]
 
-    return _b.fast('cuMemGetMemPool', cuMemGetMemPool, '(location, type)') or cuMemGetMemPool
+    return _fast('cuMemGetMemPool', cuMemGetMemPool, '(location, type)') or cuMemGetMemPool
 
 
 def _mk_cuMemHostAlloc(_fn, _b, _chk):
@@ -7145,7 +7145,7 @@ def _mk_cuMemHostAlloc(_fn, _b, _chk):
             _raise(_rc, 'cuMemHostAlloc')
         return _o0[0]
 
-    return _b.fast('cuMemHostAlloc', cuMemHostAlloc, '(bytesize, Flags)') or cuMemHostAlloc
+    return _fast('cuMemHostAlloc', cuMemHostAlloc, '(bytesize, Flags)') or cuMemHostAlloc
 
 
 def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
@@ -7174,7 +7174,7 @@ def _mk_cuMemHostGetDevicePointer(_fn, _b, _chk):
             _raise(_rc, 'cuMemHostGetDevicePointer')
         return _o0[0]
 
-    return _b.fast('cuMemHostGetDevicePointer', cuMemHostGetDevicePointer, '(p, Flags)') or cuMemHostGetDevicePointer
+    return _fast('cuMemHostGetDevicePointer', cuMemHostGetDevicePointer, '(p, Flags)') or cuMemHostGetDevicePointer
 
 
 def _mk_cuMemHostGetFlags(_fn, _b, _chk):
@@ -7202,7 +7202,7 @@ def _mk_cuMemHostGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuMemHostGetFlags')
         return _o0[0]
 
-    return _b.fast('cuMemHostGetFlags', cuMemHostGetFlags, '(p)') or cuMemHostGetFlags
+    return _fast('cuMemHostGetFlags', cuMemHostGetFlags, '(p)') or cuMemHostGetFlags
 
 
 def _mk_cuMemHostRegister(_fn, _b, _chk):
@@ -7275,7 +7275,7 @@ def _mk_cuMemImportFromShareableHandle(_fn, _b, _chk):
             _raise(_rc, 'cuMemImportFromShareableHandle')
         return _o0[0]
 
-    return _b.fast('cuMemImportFromShareableHandle', cuMemImportFromShareableHandle, '(osHandle, shHandleType)') or cuMemImportFromShareableHandle
+    return _fast('cuMemImportFromShareableHandle', cuMemImportFromShareableHandle, '(osHandle, shHandleType)') or cuMemImportFromShareableHandle
 
 
 def _mk_cuMemMap(_fn, _b, _chk):
@@ -7352,7 +7352,7 @@ def _mk_cuMemPoolCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolCreate')
         return _o0[0]
 
-    return _b.fast('cuMemPoolCreate', cuMemPoolCreate, '(poolProps)') or cuMemPoolCreate
+    return _fast('cuMemPoolCreate', cuMemPoolCreate, '(poolProps)') or cuMemPoolCreate
 
 
 def _mk_cuMemPoolDestroy(_fn, _b, _chk):
@@ -7451,7 +7451,7 @@ def _mk_cuMemPoolGetAccess(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolGetAccess')
         return _o0[0]
 
-    return _b.fast('cuMemPoolGetAccess', cuMemPoolGetAccess, '(memPool, location)') or cuMemPoolGetAccess
+    return _fast('cuMemPoolGetAccess', cuMemPoolGetAccess, '(memPool, location)') or cuMemPoolGetAccess
 
 
 def _mk_cuMemPoolGetAttribute(_fn, _b, _chk):
@@ -7505,7 +7505,7 @@ def _mk_cuMemPoolImportFromShareableHandle(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolImportFromShareableHandle')
         return _o0[0]
 
-    return _b.fast('cuMemPoolImportFromShareableHandle', cuMemPoolImportFromShareableHandle, '(handle, handleType, flags)') or cuMemPoolImportFromShareableHandle
+    return _fast('cuMemPoolImportFromShareableHandle', cuMemPoolImportFromShareableHandle, '(handle, handleType, flags)') or cuMemPoolImportFromShareableHandle
 
 
 def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
@@ -7535,7 +7535,7 @@ def _mk_cuMemPoolImportPointer(_fn, _b, _chk):
             _raise(_rc, 'cuMemPoolImportPointer')
         return _o0[0]
 
-    return _b.fast('cuMemPoolImportPointer', cuMemPoolImportPointer, '(pool, shareData)') or cuMemPoolImportPointer
+    return _fast('cuMemPoolImportPointer', cuMemPoolImportPointer, '(pool, shareData)') or cuMemPoolImportPointer
 
 
 def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
@@ -7767,7 +7767,7 @@ def _mk_cuMemRetainAllocationHandle(_fn, _b, _chk):
             _raise(_rc, 'cuMemRetainAllocationHandle')
         return _o0[0]
 
-    return _b.fast('cuMemRetainAllocationHandle', cuMemRetainAllocationHandle, '(addr)') or cuMemRetainAllocationHandle
+    return _fast('cuMemRetainAllocationHandle', cuMemRetainAllocationHandle, '(addr)') or cuMemRetainAllocationHandle
 
 
 def _mk_cuMemSetAccess(_fn, _b, _chk):
@@ -8816,7 +8816,7 @@ def _mk_cuMipmappedArrayCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMipmappedArrayCreate')
         return _o0[0]
 
-    return _b.fast('cuMipmappedArrayCreate', cuMipmappedArrayCreate, '(pMipmappedArrayDesc, numMipmapLevels)') or cuMipmappedArrayCreate
+    return _fast('cuMipmappedArrayCreate', cuMipmappedArrayCreate, '(pMipmappedArrayDesc, numMipmapLevels)') or cuMipmappedArrayCreate
 
 
 def _mk_cuMipmappedArrayDestroy(_fn, _b, _chk):
@@ -8866,7 +8866,7 @@ def _mk_cuMipmappedArrayGetLevel(_fn, _b, _chk):
             _raise(_rc, 'cuMipmappedArrayGetLevel')
         return _o0[0]
 
-    return _b.fast('cuMipmappedArrayGetLevel', cuMipmappedArrayGetLevel, '(hMipmappedArray, level)') or cuMipmappedArrayGetLevel
+    return _fast('cuMipmappedArrayGetLevel', cuMipmappedArrayGetLevel, '(hMipmappedArray, level)') or cuMipmappedArrayGetLevel
 
 
 def _mk_cuMipmappedArrayGetMemoryRequirements(_fn, _b, _chk):
@@ -8967,7 +8967,7 @@ def _mk_cuModuleGetFunction(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetFunction')
         return _o0[0]
 
-    return _b.fast('cuModuleGetFunction', cuModuleGetFunction, '(hmod, name)') or cuModuleGetFunction
+    return _fast('cuModuleGetFunction', cuModuleGetFunction, '(hmod, name)') or cuModuleGetFunction
 
 
 def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
@@ -8995,7 +8995,7 @@ def _mk_cuModuleGetFunctionCount(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetFunctionCount')
         return _o0[0]
 
-    return _b.fast('cuModuleGetFunctionCount', cuModuleGetFunctionCount, '(mod)') or cuModuleGetFunctionCount
+    return _fast('cuModuleGetFunctionCount', cuModuleGetFunctionCount, '(mod)') or cuModuleGetFunctionCount
 
 
 def _mk_cuModuleGetGlobal(_fn, _b, _chk):
@@ -9054,7 +9054,7 @@ def _mk_cuModuleGetLoadingMode(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetLoadingMode')
         return _o0[0]
 
-    return _b.fast('cuModuleGetLoadingMode', cuModuleGetLoadingMode, '()') or cuModuleGetLoadingMode
+    return _fast('cuModuleGetLoadingMode', cuModuleGetLoadingMode, '()') or cuModuleGetLoadingMode
 
 
 def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
@@ -9084,7 +9084,7 @@ def _mk_cuModuleGetSurfRef(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetSurfRef')
         return _o0[0]
 
-    return _b.fast('cuModuleGetSurfRef', cuModuleGetSurfRef, '(hmod, name)') or cuModuleGetSurfRef
+    return _fast('cuModuleGetSurfRef', cuModuleGetSurfRef, '(hmod, name)') or cuModuleGetSurfRef
 
 
 def _mk_cuModuleGetTexRef(_fn, _b, _chk):
@@ -9114,7 +9114,7 @@ def _mk_cuModuleGetTexRef(_fn, _b, _chk):
             _raise(_rc, 'cuModuleGetTexRef')
         return _o0[0]
 
-    return _b.fast('cuModuleGetTexRef', cuModuleGetTexRef, '(hmod, name)') or cuModuleGetTexRef
+    return _fast('cuModuleGetTexRef', cuModuleGetTexRef, '(hmod, name)') or cuModuleGetTexRef
 
 
 def _mk_cuModuleLoad(_fn, _b, _chk):
@@ -9142,7 +9142,7 @@ def _mk_cuModuleLoad(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoad')
         return _o0[0]
 
-    return _b.fast('cuModuleLoad', cuModuleLoad, '(fname)') or cuModuleLoad
+    return _fast('cuModuleLoad', cuModuleLoad, '(fname)') or cuModuleLoad
 
 
 def _mk_cuModuleLoadData(_fn, _b, _chk):
@@ -9170,7 +9170,7 @@ def _mk_cuModuleLoadData(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadData')
         return _o0[0]
 
-    return _b.fast('cuModuleLoadData', cuModuleLoadData, '(image)') or cuModuleLoadData
+    return _fast('cuModuleLoadData', cuModuleLoadData, '(image)') or cuModuleLoadData
 
 
 def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
@@ -9203,7 +9203,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadDataEx')
         return _o0[0]
 
-    return _b.fast('cuModuleLoadDataEx', cuModuleLoadDataEx, '(image, numOptions, options, optionValues)') or cuModuleLoadDataEx
+    return _fast('cuModuleLoadDataEx', cuModuleLoadDataEx, '(image, numOptions, options, optionValues)') or cuModuleLoadDataEx
 
 
 def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
@@ -9231,7 +9231,7 @@ def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadFatBinary')
         return _o0[0]
 
-    return _b.fast('cuModuleLoadFatBinary', cuModuleLoadFatBinary, '(fatCubin)') or cuModuleLoadFatBinary
+    return _fast('cuModuleLoadFatBinary', cuModuleLoadFatBinary, '(fatCubin)') or cuModuleLoadFatBinary
 
 
 def _mk_cuModuleUnload(_fn, _b, _chk):
@@ -9351,7 +9351,7 @@ def _mk_cuMulticastCreate(_fn, _b, _chk):
             _raise(_rc, 'cuMulticastCreate')
         return _o0[0]
 
-    return _b.fast('cuMulticastCreate', cuMulticastCreate, '(prop)') or cuMulticastCreate
+    return _fast('cuMulticastCreate', cuMulticastCreate, '(prop)') or cuMulticastCreate
 
 
 def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
@@ -9380,7 +9380,7 @@ def _mk_cuMulticastGetGranularity(_fn, _b, _chk):
             _raise(_rc, 'cuMulticastGetGranularity')
         return _o0[0]
 
-    return _b.fast('cuMulticastGetGranularity', cuMulticastGetGranularity, '(prop, option)') or cuMulticastGetGranularity
+    return _fast('cuMulticastGetGranularity', cuMulticastGetGranularity, '(prop, option)') or cuMulticastGetGranularity
 
 
 def _mk_cuMulticastUnbind(_fn, _b, _chk):
@@ -9433,7 +9433,7 @@ def _mk_cuOccupancyAvailableDynamicSMemPerBlock(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyAvailableDynamicSMemPerBlock')
         return _o0[0]
 
-    return _b.fast('cuOccupancyAvailableDynamicSMemPerBlock', cuOccupancyAvailableDynamicSMemPerBlock, '(func, numBlocks, blockSize)') or cuOccupancyAvailableDynamicSMemPerBlock
+    return _fast('cuOccupancyAvailableDynamicSMemPerBlock', cuOccupancyAvailableDynamicSMemPerBlock, '(func, numBlocks, blockSize)') or cuOccupancyAvailableDynamicSMemPerBlock
 
 
 def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
@@ -9463,7 +9463,7 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessor(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessor')
         return _o0[0]
 
-    return _b.fast('cuOccupancyMaxActiveBlocksPerMultiprocessor', cuOccupancyMaxActiveBlocksPerMultiprocessor, '(func, blockSize, dynamicSMemSize)') or cuOccupancyMaxActiveBlocksPerMultiprocessor
+    return _fast('cuOccupancyMaxActiveBlocksPerMultiprocessor', cuOccupancyMaxActiveBlocksPerMultiprocessor, '(func, blockSize, dynamicSMemSize)') or cuOccupancyMaxActiveBlocksPerMultiprocessor
 
 
 def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
@@ -9494,7 +9494,7 @@ def _mk_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags')
         return _o0[0]
 
-    return _b.fast('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags', cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, '(func, blockSize, dynamicSMemSize, flags)') or cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+    return _fast('cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags', cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, '(func, blockSize, dynamicSMemSize, flags)') or cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 
 
 def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
@@ -9524,7 +9524,7 @@ def _mk_cuOccupancyMaxActiveClusters(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxActiveClusters')
         return _o0[0]
 
-    return _b.fast('cuOccupancyMaxActiveClusters', cuOccupancyMaxActiveClusters, '(func, config)') or cuOccupancyMaxActiveClusters
+    return _fast('cuOccupancyMaxActiveClusters', cuOccupancyMaxActiveClusters, '(func, config)') or cuOccupancyMaxActiveClusters
 
 
 def _mk_cuOccupancyMaxPotentialBlockSize(_fn, _b, _chk):
@@ -9625,7 +9625,7 @@ def _mk_cuOccupancyMaxPotentialClusterSize(_fn, _b, _chk):
             _raise(_rc, 'cuOccupancyMaxPotentialClusterSize')
         return _o0[0]
 
-    return _b.fast('cuOccupancyMaxPotentialClusterSize', cuOccupancyMaxPotentialClusterSize, '(func, config)') or cuOccupancyMaxPotentialClusterSize
+    return _fast('cuOccupancyMaxPotentialClusterSize', cuOccupancyMaxPotentialClusterSize, '(func, config)') or cuOccupancyMaxPotentialClusterSize
 
 
 def _mk_cuParamSetSize(_fn, _b, _chk):
@@ -10080,7 +10080,7 @@ def _mk_cuStreamCreate(_fn, _b, _chk):
             _raise(_rc, 'cuStreamCreate')
         return _o0[0]
 
-    return _b.fast('cuStreamCreate', cuStreamCreate, '(Flags)') or cuStreamCreate
+    return _fast('cuStreamCreate', cuStreamCreate, '(Flags)') or cuStreamCreate
 
 
 def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
@@ -10108,7 +10108,7 @@ def _mk_cuStreamCreateWithPriority(_fn, _b, _chk):
             _raise(_rc, 'cuStreamCreateWithPriority')
         return _o0[0]
 
-    return _b.fast('cuStreamCreateWithPriority', cuStreamCreateWithPriority, '(flags, priority)') or cuStreamCreateWithPriority
+    return _fast('cuStreamCreateWithPriority', cuStreamCreateWithPriority, '(flags, priority)') or cuStreamCreateWithPriority
 
 
 def _mk_cuStreamDestroy(_fn, _b, _chk):
@@ -10157,7 +10157,7 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
             _raise(_rc, 'cuStreamEndCapture')
         return _o0[0]
 
-    return _b.fast('cuStreamEndCapture', cuStreamEndCapture, '(hStream)') or cuStreamEndCapture
+    return _fast('cuStreamEndCapture', cuStreamEndCapture, '(hStream)') or cuStreamEndCapture
 
 
 def _mk_cuStreamGetAttribute(_fn, _b, _chk):
@@ -10244,7 +10244,7 @@ def _mk_cuStreamGetCtx(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetCtx')
         return _o0[0]
 
-    return _b.fast('cuStreamGetCtx', cuStreamGetCtx, '(hStream)') or cuStreamGetCtx
+    return _fast('cuStreamGetCtx', cuStreamGetCtx, '(hStream)') or cuStreamGetCtx
 
 
 def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
@@ -10303,7 +10303,7 @@ def _mk_cuStreamGetDevice(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetDevice')
         return _o0[0]
 
-    return _b.fast('cuStreamGetDevice', cuStreamGetDevice, '(hStream)') or cuStreamGetDevice
+    return _fast('cuStreamGetDevice', cuStreamGetDevice, '(hStream)') or cuStreamGetDevice
 
 
 def _mk_cuStreamGetFlags(_fn, _b, _chk):
@@ -10331,7 +10331,7 @@ def _mk_cuStreamGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetFlags')
         return _o0[0]
 
-    return _b.fast('cuStreamGetFlags', cuStreamGetFlags, '(hStream)') or cuStreamGetFlags
+    return _fast('cuStreamGetFlags', cuStreamGetFlags, '(hStream)') or cuStreamGetFlags
 
 
 def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
@@ -10359,7 +10359,7 @@ def _mk_cuStreamGetGreenCtx(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetGreenCtx')
         return _o0[0]
 
-    return _b.fast('cuStreamGetGreenCtx', cuStreamGetGreenCtx, '(hStream)') or cuStreamGetGreenCtx
+    return _fast('cuStreamGetGreenCtx', cuStreamGetGreenCtx, '(hStream)') or cuStreamGetGreenCtx
 
 
 def _mk_cuStreamGetId(_fn, _b, _chk):
@@ -10387,7 +10387,7 @@ def _mk_cuStreamGetId(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetId')
         return _o0[0]
 
-    return _b.fast('cuStreamGetId', cuStreamGetId, '(hStream)') or cuStreamGetId
+    return _fast('cuStreamGetId', cuStreamGetId, '(hStream)') or cuStreamGetId
 
 
 def _mk_cuStreamGetPriority(_fn, _b, _chk):
@@ -10415,7 +10415,7 @@ def _mk_cuStreamGetPriority(_fn, _b, _chk):
             _raise(_rc, 'cuStreamGetPriority')
         return _o0[0]
 
-    return _b.fast('cuStreamGetPriority', cuStreamGetPriority, '(hStream)') or cuStreamGetPriority
+    return _fast('cuStreamGetPriority', cuStreamGetPriority, '(hStream)') or cuStreamGetPriority
 
 
 def _mk_cuStreamIsCapturing(_fn, _b, _chk):
@@ -10443,7 +10443,7 @@ def _mk_cuStreamIsCapturing(_fn, _b, _chk):
             _raise(_rc, 'cuStreamIsCapturing')
         return _o0[0]
 
-    return _b.fast('cuStreamIsCapturing', cuStreamIsCapturing, '(hStream)') or cuStreamIsCapturing
+    return _fast('cuStreamIsCapturing', cuStreamIsCapturing, '(hStream)') or cuStreamIsCapturing
 
 
 def _mk_cuStreamQuery(_fn, _b, _chk):
@@ -10688,7 +10688,7 @@ def _mk_cuSurfObjectCreate(_fn, _b, _chk):
             _raise(_rc, 'cuSurfObjectCreate')
         return _o0[0]
 
-    return _b.fast('cuSurfObjectCreate', cuSurfObjectCreate, '(pResDesc)') or cuSurfObjectCreate
+    return _fast('cuSurfObjectCreate', cuSurfObjectCreate, '(pResDesc)') or cuSurfObjectCreate
 
 
 def _mk_cuSurfObjectDestroy(_fn, _b, _chk):
@@ -10758,7 +10758,7 @@ def _mk_cuSurfRefGetArray(_fn, _b, _chk):
             _raise(_rc, 'cuSurfRefGetArray')
         return _o0[0]
 
-    return _b.fast('cuSurfRefGetArray', cuSurfRefGetArray, '(hSurfRef)') or cuSurfRefGetArray
+    return _fast('cuSurfRefGetArray', cuSurfRefGetArray, '(hSurfRef)') or cuSurfRefGetArray
 
 
 def _mk_cuSurfRefSetArray(_fn, _b, _chk):
@@ -10955,7 +10955,7 @@ def _mk_cuTexObjectCreate(_fn, _b, _chk):
             _raise(_rc, 'cuTexObjectCreate')
         return _o0[0]
 
-    return _b.fast('cuTexObjectCreate', cuTexObjectCreate, '(pResDesc, pTexDesc, pResViewDesc)') or cuTexObjectCreate
+    return _fast('cuTexObjectCreate', cuTexObjectCreate, '(pResDesc, pTexDesc, pResViewDesc)') or cuTexObjectCreate
 
 
 def _mk_cuTexObjectDestroy(_fn, _b, _chk):
@@ -11067,7 +11067,7 @@ def _mk_cuTexRefCreate(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefCreate')
         return _o0[0]
 
-    return _b.fast('cuTexRefCreate', cuTexRefCreate, '()') or cuTexRefCreate
+    return _fast('cuTexRefCreate', cuTexRefCreate, '()') or cuTexRefCreate
 
 
 def _mk_cuTexRefDestroy(_fn, _b, _chk):
@@ -11116,7 +11116,7 @@ def _mk_cuTexRefGetAddress(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetAddress')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetAddress', cuTexRefGetAddress, '(hTexRef)') or cuTexRefGetAddress
+    return _fast('cuTexRefGetAddress', cuTexRefGetAddress, '(hTexRef)') or cuTexRefGetAddress
 
 
 def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
@@ -11145,7 +11145,7 @@ def _mk_cuTexRefGetAddressMode(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetAddressMode')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetAddressMode', cuTexRefGetAddressMode, '(hTexRef, dim)') or cuTexRefGetAddressMode
+    return _fast('cuTexRefGetAddressMode', cuTexRefGetAddressMode, '(hTexRef, dim)') or cuTexRefGetAddressMode
 
 
 def _mk_cuTexRefGetArray(_fn, _b, _chk):
@@ -11173,7 +11173,7 @@ def _mk_cuTexRefGetArray(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetArray')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetArray', cuTexRefGetArray, '(hTexRef)') or cuTexRefGetArray
+    return _fast('cuTexRefGetArray', cuTexRefGetArray, '(hTexRef)') or cuTexRefGetArray
 
 
 def _mk_cuTexRefGetBorderColor(_fn, _b, _chk):
@@ -11229,7 +11229,7 @@ def _mk_cuTexRefGetFilterMode(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetFilterMode')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetFilterMode', cuTexRefGetFilterMode, '(hTexRef)') or cuTexRefGetFilterMode
+    return _fast('cuTexRefGetFilterMode', cuTexRefGetFilterMode, '(hTexRef)') or cuTexRefGetFilterMode
 
 
 def _mk_cuTexRefGetFlags(_fn, _b, _chk):
@@ -11257,7 +11257,7 @@ def _mk_cuTexRefGetFlags(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetFlags')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetFlags', cuTexRefGetFlags, '(hTexRef)') or cuTexRefGetFlags
+    return _fast('cuTexRefGetFlags', cuTexRefGetFlags, '(hTexRef)') or cuTexRefGetFlags
 
 
 def _mk_cuTexRefGetFormat(_fn, _b, _chk):
@@ -11316,7 +11316,7 @@ def _mk_cuTexRefGetMaxAnisotropy(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetMaxAnisotropy')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetMaxAnisotropy', cuTexRefGetMaxAnisotropy, '(hTexRef)') or cuTexRefGetMaxAnisotropy
+    return _fast('cuTexRefGetMaxAnisotropy', cuTexRefGetMaxAnisotropy, '(hTexRef)') or cuTexRefGetMaxAnisotropy
 
 
 def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
@@ -11344,7 +11344,7 @@ def _mk_cuTexRefGetMipmapFilterMode(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetMipmapFilterMode')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetMipmapFilterMode', cuTexRefGetMipmapFilterMode, '(hTexRef)') or cuTexRefGetMipmapFilterMode
+    return _fast('cuTexRefGetMipmapFilterMode', cuTexRefGetMipmapFilterMode, '(hTexRef)') or cuTexRefGetMipmapFilterMode
 
 
 def _mk_cuTexRefGetMipmapLevelBias(_fn, _b, _chk):
@@ -11431,7 +11431,7 @@ def _mk_cuTexRefGetMipmappedArray(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefGetMipmappedArray')
         return _o0[0]
 
-    return _b.fast('cuTexRefGetMipmappedArray', cuTexRefGetMipmappedArray, '(hTexRef)') or cuTexRefGetMipmappedArray
+    return _fast('cuTexRefGetMipmappedArray', cuTexRefGetMipmappedArray, '(hTexRef)') or cuTexRefGetMipmappedArray
 
 
 def _mk_cuTexRefSetAddress(_fn, _b, _chk):
@@ -11462,7 +11462,7 @@ def _mk_cuTexRefSetAddress(_fn, _b, _chk):
             _raise(_rc, 'cuTexRefSetAddress')
         return _o0[0]
 
-    return _b.fast('cuTexRefSetAddress', cuTexRefSetAddress, '(hTexRef, dptr, bytes)') or cuTexRefSetAddress
+    return _fast('cuTexRefSetAddress', cuTexRefSetAddress, '(hTexRef, dptr, bytes)') or cuTexRefSetAddress
 
 
 def _mk_cuTexRefSetAddress2D(_fn, _b, _chk):
@@ -11766,7 +11766,7 @@ def _mk_cuThreadExchangeStreamCaptureMode(_fn, _b, _chk):
             _raise(_rc, 'cuThreadExchangeStreamCaptureMode')
         return _o0[0]
 
-    return _b.fast('cuThreadExchangeStreamCaptureMode', cuThreadExchangeStreamCaptureMode, '()') or cuThreadExchangeStreamCaptureMode
+    return _fast('cuThreadExchangeStreamCaptureMode', cuThreadExchangeStreamCaptureMode, '()') or cuThreadExchangeStreamCaptureMode
 
 
 def _mk_cuUserObjectCreate(_fn, _b, _chk):
@@ -11798,7 +11798,7 @@ def _mk_cuUserObjectCreate(_fn, _b, _chk):
             _raise(_rc, 'cuUserObjectCreate')
         return _o0[0]
 
-    return _b.fast('cuUserObjectCreate', cuUserObjectCreate, '(ptr, destroy, initialRefcount, flags)') or cuUserObjectCreate
+    return _fast('cuUserObjectCreate', cuUserObjectCreate, '(ptr, destroy, initialRefcount, flags)') or cuUserObjectCreate
 
 
 def _mk_cuUserObjectRelease(_fn, _b, _chk):

@@ -7,19 +7,26 @@ becomes ``OutOfMemoryError``).  Look one up with :func:`by_code` or as an
 attribute of this module (``cuabi.errors.OutOfMemoryError``).
 
 libcuabi's own codes (driver missing, stub only, entry point missing, ...)
-have fixed classes below; the three that mean "no usable driver" derive from
-:class:`DriverLoadError` and carry the loader's report.
+come from the generated table (``_own_table.OWN_CODES``), each with a kind:
+the ``load`` codes (no usable driver was loaded) derive from
+:class:`DriverLoadError` and carry the loader's report, the ``lookup`` codes
+(an entry point is missing or too new) from :class:`EntryPointError`, the
+``usage`` codes from :class:`CUDAError`.  The classes below name the own codes
+of this release; a code added to libcuabi later gets its class like the
+driver's codes, from its name and kind.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Dict, Iterable, Optional, Tuple, Type
 
-from ._libload import ConfigurationError, LibraryNotFoundError
+from ._own_table import OWN_CODES
 
 __all__ = [
     "CUDAError",
     "DriverLoadError",
+    "EntryPointError",
     "DriverNotFoundError",
     "DriverStubError",
     "DriverUnusableError",
@@ -72,52 +79,64 @@ class DriverLoadError(CUDAError):
     """No usable CUDA driver could be loaded; ``report`` says what was tried."""
 
 
+class EntryPointError(CUDAError):
+    """The loaded driver lacks the entry point, or has it only in newer versions."""
+
+
+# One class per own code; ``code`` is set from the generated table below.
+
 class DriverNotFoundError(DriverLoadError):
     """No libcuda.so.1 could be opened (CUABI_ERROR_DRIVER_NOT_FOUND)."""
-
-    code = 100001
 
 
 class DriverStubError(DriverLoadError):
     """Only the CUDA toolkit's stub libcuda was found (CUABI_ERROR_DRIVER_STUB)."""
 
-    code = 100002
-
 
 class DriverUnusableError(DriverLoadError):
     """A library was opened but is not a usable driver (CUABI_ERROR_DRIVER_UNUSABLE)."""
 
-    code = 100003
 
-
-class EntryPointNotFoundError(CUDAError):
-    """The loaded driver does not provide this entry point."""
-
-    code = 100004
-
-
-class DriverTooOldError(CUDAError):
-    """The entry point exists only in a newer driver than the one loaded."""
-
-    code = 100005
-
-
-class BadEnvironmentError(CUDAError):
+class BadEnvironmentError(DriverLoadError):
     """CUABI_LIBCUDA or CUABI_PER_THREAD_DEFAULT_STREAM has an unusable value."""
 
-    code = 100006
+
+class EntryPointNotFoundError(EntryPointError):
+    """The loaded driver does not provide this entry point."""
+
+
+class DriverTooOldError(EntryPointError):
+    """The entry point exists only in a newer driver than the one loaded."""
 
 
 class BadSignatureError(CUDAError):
     """The signature string given to :func:`cuabi.call` is malformed."""
 
-    code = 100007
-
 
 class AlreadyLoadedError(CUDAError):
     """A setting was changed after the driver had already been loaded."""
 
-    code = 100008
+
+class LibraryNotFoundError(OSError):
+    """libcuabi.so.1 could not be opened.
+
+    ``tried`` lists ``(candidate, reason)`` pairs in the order they were tried.
+    """
+
+    def __init__(self, tried: Iterable[Tuple[str, str]]):
+        self.tried = list(tried)
+        lines = ["cuabi could not open libcuabi.so.1; tried:"]
+        for candidate, reason in self.tried:
+            lines.append("  %s: %s" % (candidate, reason))
+        lines.append(
+            "Install the cuabi wheel (it bundles the library), or set "
+            "CUABI_LIBRARY to the absolute path of libcuabi.so.1."
+        )
+        super().__init__("\n".join(lines))
+
+
+class ConfigurationError(ValueError):
+    """An environment variable read by cuabi has a value it cannot use."""
 
 
 class ClosedError(ValueError):
@@ -139,33 +158,24 @@ class NVRTCError(RuntimeError):
         super().__init__(message)
 
 
-_OWN_NAMES = {
-    100001: ("CUABI_ERROR_DRIVER_NOT_FOUND", DriverNotFoundError),
-    100002: ("CUABI_ERROR_DRIVER_STUB", DriverStubError),
-    100003: ("CUABI_ERROR_DRIVER_UNUSABLE", DriverUnusableError),
-    100004: ("CUABI_ERROR_ENTRY_POINT_NOT_FOUND", EntryPointNotFoundError),
-    100005: ("CUABI_ERROR_DRIVER_TOO_OLD", DriverTooOldError),
-    100006: ("CUABI_ERROR_BAD_ENVIRONMENT", BadEnvironmentError),
-    100007: ("CUABI_ERROR_BAD_SIGNATURE", BadSignatureError),
-    100008: ("CUABI_ERROR_ALREADY_LOADED", AlreadyLoadedError),
-}
-_LOAD_CODES = frozenset((100001, 100002, 100003))
+KIND_BASES: Dict[str, Type[CUDAError]] = {
+    "load": DriverLoadError, "lookup": EntryPointError, "usage": CUDAError}
 
 _lock = threading.Lock()
-_by_code = {code: cls for code, (_n, cls) in _OWN_NAMES.items()}
-_by_name = {}
+_by_code: Dict[int, Type[CUDAError]] = {}
+_by_name: Dict[str, Type[CUDAError]] = {}
 _code_names = None
+_LOAD_CODES = frozenset(code for _name, code, kind in OWN_CODES if kind == "load")
 
 
 def _result_names():
-    """code -> CUDA enumerator name, from the generated table (loaded once)."""
+    """code -> CUresult enumerator name (the driver's and libcuabi's own), from
+    the generated table (loaded once)."""
     global _code_names
     if _code_names is None:
         from ._tables import ENUMS
 
         _code_names = {v: k for k, v in ENUMS["CUresult"].items()}
-        for code, (name, _cls) in _OWN_NAMES.items():
-            _code_names[code] = name
     return _code_names
 
 
@@ -177,6 +187,23 @@ def class_name_for(enumerator):
             base = base[len(prefix):]
             break
     return "".join(part.capitalize() for part in base.split("_")) + "Error"
+
+
+def _own_class(name: str, code: int, kind: str) -> Type[CUDAError]:
+    """The class of own code ``name``: the one above named for it, else a new
+    one on its kind's base."""
+    cname = class_name_for(name)
+    cls = globals().get(cname)
+    if cls is None:
+        cls = type(cname, (KIND_BASES[kind],), {
+            "__doc__": "libcuabi returned %s." % name, "__module__": __name__})
+        _by_name[cname] = cls
+    cls.code = code
+    return cls
+
+
+for _name, _code, _kind in OWN_CODES:
+    _by_code[_code] = _own_class(_name, _code, _kind)
 
 
 def by_code(code):
@@ -203,20 +230,17 @@ def by_code(code):
     return cls
 
 
-def make_error(code, function=None):
-    """Build (not raise) the exception for ``code`` returned by ``function``."""
-    from ._libload import backend
-
-    b = backend()
-    name = b.error_name(code) or _result_names().get(code)
-    message = b.error_string(code)
-    report = b.driver_report() if code in _LOAD_CODES else None
-    return by_code(code)(code, name, message, function, report)
+def error_for(code: int, name: Optional[str], message: Optional[str], function: Optional[str],
+              report: Optional[str]) -> CUDAError:
+    """Build (not raise) the exception for ``code``; ``name`` defaults to the
+    enumerator's name from the generated table."""
+    return by_code(code)(code, name or _result_names().get(code), message, function, report)
 
 
-def raise_for(code, function=None):
-    """Raise the exception for a non-zero ``code``."""
-    raise make_error(code, function)
+def is_load_failure(code: int) -> bool:
+    """True for the codes that mean no usable driver was loaded (their errors
+    carry the loader's report)."""
+    return code in _LOAD_CODES
 
 
 def __getattr__(name):

@@ -2,7 +2,7 @@
  * cuabi._cuabi_speedups - compiled fast paths for CPython.
  *
  * Built by `python/build_modules.py --compiled` next to cffi's compiled module and
- * used by the cffi backend when present; every backend works without it.  It
+ * used with the cffi backend when present; every backend works without it.  It
  * does two things that cffi cannot do cheaply:
  *
  *  1. Getters.  The driver entry points with a single output (listed in
@@ -10,22 +10,29 @@
  *     their arguments, call libcuabi and return the output, raising the same
  *     cuabi.CUDAError as the Python wrappers on failure.  Their bodies are
  *     generated (getters.h, written by build_modules.py at build time); the pure
- *     getters of cuabi._sig.GIL_HELD run without releasing the GIL, the others
- *     release it around the call.
- *  2. Launches.  A Launcher packs a kernel's arguments, per its parameter
- *     signature, into a packet on the C stack and calls cuabi_launch_packed
- *     with the GIL released: one crossing, no Python object made per launch.
- *     launch() (cuabi.launch) and kernel_launch (Kernel.launch) find the
- *     stream's handle and the kernel's launcher by reading cuabi's __slots__
- *     directly (see `known` below).
+ *     getters of cuabi._signature.GIL_HELD run without releasing the GIL, the
+ *     others release it around the call.
+ *  2. Launches.  launch() is cuabi.launch: the same five steps as the Python
+ *     cuabi._launch.python_launch (stream, kernel and layout, packet, driver
+ *     call, error), with the packet on the C stack and cuabi_launch_packed
+ *     called with the GIL released: one crossing, no Python object made per
+ *     launch.  A Layout (make_layout) describes one kernel signature.
+ *
+ * Its contract with the package (python/cuabi/_compiled.py says it in full):
+ * everything it uses is handed to it.  bind() gives the library and the Python
+ * helpers; register_launch() gives a cuabi._compiled.LaunchContract naming the
+ * classes the launch reads and, for each, the __slots__ attribute it may read
+ * on objects of exactly that class (a slot is a pointer at a fixed offset in
+ * the object, taken here from the class's member descriptor: a load instead of
+ * an attribute lookup).  Objects of any other class go through the contract's
+ * Python functions.
  *
  * The module reaches libcuabi through function pointers that bind() fills
  * with dlsym from the copy the package opened, so the library search stays
- * the package's.  It keeps that state (and the Python helpers it calls back
- * into) in file-scope variables rather than module state: they are written
- * once by bind(), under the GIL, before any function here can run, and only
- * read afterwards; the module uses single-phase initialisation, so there is
- * one copy per process.
+ * the package's.  It keeps that state, the Python helpers and the contract in
+ * file-scope variables rather than module state: they are written under the
+ * GIL before any function here uses them, and the module uses single-phase
+ * initialisation, so there is one copy per process.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -42,6 +49,8 @@
 #ifndef Py_T_OBJECT_EX
 #include <structmember.h>
 #define Py_T_OBJECT_EX T_OBJECT_EX
+#define Py_T_PYSSIZET T_PYSSIZET
+#define Py_READONLY READONLY
 #endif
 
 /* 64-bit integer reads: where long is 64 bits, PyLong_As(Unsigned)Long has a
@@ -55,9 +64,9 @@
 #endif
 
 /* Python helpers, set by bind(). */
-static PyObject *raise_for;   /* cuabi._driver_rt.raise_for(code, function): raises */
-static PyObject *to_address;  /* cuabi._ptr.address(obj) -> (address, keepalive) */
-static PyObject *to_cstring;  /* cuabi._ptr.cstring(obj) -> (address, keepalive) */
+static PyObject *raise_for;   /* cuabi._own_api.raise_for(code, function): raises */
+static PyObject *to_address;  /* cuabi._address.address(obj) -> (address, keepalive) */
+static PyObject *to_cstring;  /* cuabi._address.cstring(obj) -> (address, keepalive) */
 static int bound;
 
 /* ------------------------------------------------------------ conversions */
@@ -233,93 +242,94 @@ static int take_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
 /* The generated getters: p_<name> pointers, g_<name> functions, getters[]. */
 #include "getters.h"
 
-/* ---------------------------------------------------------------- launcher */
+/* ----------------------------------------------------------------- launches */
 
 static CUresult (*launch_packed)(CUfunction, CUstream, const void *, size_t);
 
-/* One kernel parameter: its struct code (see cuabi._module), offset in the
- * parameter buffer and size in bytes. */
+/* One kernel parameter: its code (cuabi._kernel_args.packing), offset in the
+ * parameter block and size in bytes. */
 struct param {
     char code;
     size_t offset;
     size_t size;
 };
 
+/* How one kernel signature's arguments are packed: made by make_layout(),
+ * held by the kernels with that signature (Kernel._layout). */
 typedef struct {
     PyObject_HEAD
-    vectorcallfunc vectorcall;
     Py_ssize_t nparams;
-    size_t size; /* header + parameter buffer */
+    Py_ssize_t size; /* header + parameter block */
     struct param *params;
-    PyObject *kernel_pointer; /* _module._kernel_pointer(obj) -> int */
-    PyObject *closed_error;   /* cuabi.errors.ClosedError */
-    PyObject *config_type;    /* cuabi.LaunchConfig */
-    PyObject *launch_ex;      /* _module._launch_ex(f, stream, config, params) -> rc */
     /* The last LaunchConfig seen and its header: configs are immutable, and
      * launching with the same one again is the common case.  The reference
      * keeps the object (and so its address) from being reused. */
     PyObject *last_config;
     cuabi_launch_header last_header;
     int last_extended;
-} Launcher;
+} Layout;
 
-static PyObject *str_h, *str_name, *str_hdr, *str_ex, *str_go;
+static PyTypeObject LayoutType;
 
-/* What configure_launch() tells the launch path about cuabi's classes.  The
- * attributes a launch reads (Stream._h, Kernel._h, Kernel._go, a buffer's _h)
- * are __slots__, and for an object of exactly the class configured a slot is
- * a pointer at a fixed offset in the object, taken once from the class's
- * member descriptor: a load instead of an attribute lookup.  Any other object,
- * and every launch before configure_launch() ran, takes the ordinary lookup.
- * Written once, under the GIL, then only read. */
-static struct {
-    PyObject *stream_type;     /* cuabi.Stream */
-    PyObject *stream_handle;   /* cuabi._core.stream_handle(obj) -> int */
-    PyObject *kernel_type;     /* cuabi.Kernel */
-    PyObject *closed_error;    /* cuabi.errors.ClosedError */
-    PyObject *memory_types;    /* tuple of the classes whose kernel address is their _h */
-    Py_ssize_t resource_h;     /* offset of Resource._h: Stream and the memory classes */
-    Py_ssize_t kernel_h;       /* offset of Kernel._h */
-    Py_ssize_t kernel_go;      /* offset of Kernel._go */
-} known = { NULL, NULL, NULL, NULL, NULL, -1, -1, -1 };
+#define MAX_MEMORY_TYPES 8
 
-/* obj.<name>, read straight from its slot (at offset) when obj's class is
- * exactly type, else looked up.  A new reference, or NULL with an error. */
-static PyObject *slot_or_attr(PyObject *obj, PyObject *type, Py_ssize_t offset, PyObject *name)
+/* The launch contract: a cuabi._compiled.LaunchContract, as register_launch()
+ * found it (its field names, with offsets for the slot names).  Written under
+ * the GIL, only read by launch(). */
+struct contract {
+    PyObject *stream_type;
+    Py_ssize_t stream_slot;
+    PyObject *stream_handle;
+    PyObject *kernel_type;
+    Py_ssize_t kernel_handle_slot;
+    Py_ssize_t kernel_layout_slot;
+    PyObject *infer_layout;
+    PyObject *memory_types; /* a tuple of at most MAX_MEMORY_TYPES classes */
+    Py_ssize_t memory_slots[MAX_MEMORY_TYPES];
+    PyObject *device_pointer;
+    PyObject *config_type;
+    PyObject *config_header;   /* an attribute name */
+    PyObject *config_extended; /* an attribute name */
+    PyObject *launch_extended;
+    PyObject *closed_error;
+};
+
+static struct contract contract;
+static PyObject *str_name;
+
+/* The object in obj's slot at offset (borrowed), for obj of the class the
+ * offset was taken from; NULL with AttributeError when the slot is unset. */
+static PyObject *read_slot(PyObject *obj, Py_ssize_t offset)
 {
-    if (offset >= 0 && (PyObject *)Py_TYPE(obj) == type) {
-        PyObject *v = *(PyObject **)((char *)obj + offset);
-        if (v != NULL) {
-            Py_INCREF(v);
-            return v;
-        }
-    }
-    return PyObject_GetAttr(obj, name); /* also raises AttributeError for an unset slot */
+    PyObject *v = *(PyObject **)((char *)obj + offset);
+    if (v == NULL)
+        PyErr_Format(PyExc_AttributeError, "%.100s object has an unset slot that cuabi.launch reads",
+                     Py_TYPE(obj)->tp_name);
+    return v;
 }
 
-/* The offset of the object slot `name` of class type; -1 with an error when
+/* The offset of the object slot `name` of class type; -1 with TypeError when
  * it is not one. */
-static Py_ssize_t slot_offset(PyObject *type, const char *name)
+static Py_ssize_t slot_offset(PyObject *type, PyObject *name)
 {
-    PyObject *d = PyObject_GetAttrString(type, name);
     Py_ssize_t offset = -1;
-    if (d == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return -1;
-        PyErr_Clear();
-    } else {
-        if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
-            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-            if (m->type == Py_T_OBJECT_EX)
-                offset = m->offset;
+    if (PyType_Check(type) && PyUnicode_Check(name)) {
+        PyObject *d = PyObject_GetAttr(type, name);
+        if (d == NULL)
+            PyErr_Clear();
+        else {
+            if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+                PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+                if (m->type == Py_T_OBJECT_EX)
+                    offset = m->offset;
+            }
+            Py_DECREF(d);
         }
-        Py_DECREF(d);
     }
     if (offset < 0)
-        PyErr_Format(PyExc_TypeError, "%R.%s is not a __slots__ attribute", type, name);
+        PyErr_Format(PyExc_TypeError, "register_launch: %R.%S is not a __slots__ attribute", type, name);
     return offset;
 }
-
 
 static int bad_argument(PyObject *kernel, Py_ssize_t i, const char *why)
 {
@@ -376,18 +386,17 @@ static int pack_integer(const struct param *p, PyObject *o, unsigned char *dst, 
 }
 
 /* The int that holds a pointer argument's address without calling into
- * Python (borrowed): an exact int itself, or the handle of cuabi's own open
- * memory; NULL for anything else. */
+ * Python (borrowed): an exact int itself, or the slot of one of the
+ * contract's memory classes; NULL for anything else, and for freed memory
+ * (its slot holds None: the contract's device_pointer raises). */
 static PyObject *address_int(PyObject *o)
 {
     if (PyLong_CheckExact(o))
         return o;
-    if (known.memory_types != NULL) {
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(known.memory_types); k++) {
-            if ((PyObject *)Py_TYPE(o) == PyTuple_GET_ITEM(known.memory_types, k)) {
-                PyObject *h = *(PyObject **)((char *)o + known.resource_h);
-                return h != NULL && PyLong_CheckExact(h) ? h : NULL; /* closed: None */
-            }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(contract.memory_types); k++) {
+        if ((PyObject *)Py_TYPE(o) == PyTuple_GET_ITEM(contract.memory_types, k)) {
+            PyObject *h = *(PyObject **)((char *)o + contract.memory_slots[k]);
+            return h != NULL && PyLong_CheckExact(h) ? h : NULL;
         }
     }
     return NULL;
@@ -395,17 +404,16 @@ static PyObject *address_int(PyObject *o)
 
 /* Writes argument i into dst per p->code; same rules as struct.pack with the
  * code, except that a struct given as bytes must have exactly its size. */
-static int pack_one(const Launcher *self, const struct param *p, PyObject *o, unsigned char *dst,
-                    PyObject *kernel, Py_ssize_t i)
+static int pack_one(const struct param *p, PyObject *o, unsigned char *dst, PyObject *kernel, Py_ssize_t i)
 {
     uint64_t u;
     double d;
     switch (p->code) {
-    case 'p': { /* pointer: an int, cuabi memory, or what the Python helper understands
-                 * (cuabi._module._kernel_pointer, which also raises for closed memory) */
+    case 'p': { /* pointer: an int, cuabi memory, or what the contract's device_pointer
+                 * understands (it also raises for closed memory) */
         PyObject *owned = NULL, *a = address_int(o);
         if (a == NULL) {
-            a = owned = PyObject_CallFunctionObjArgs(self->kernel_pointer, o, NULL);
+            a = owned = PyObject_CallFunctionObjArgs(contract.device_pointer, o, NULL);
             if (a == NULL)
                 return -1;
         }
@@ -471,15 +479,15 @@ static int pack_one(const Launcher *self, const struct param *p, PyObject *o, un
     }
 }
 
-/* Reads a LaunchConfig's header tuple (grid, block, shared memory, 0) and
- * whether it needs cuLaunchKernelEx, into the launcher's cache. */
-static int read_config(Launcher *self, PyObject *config)
+/* Reads a launch config's header tuple (grid, block, shared memory, 0) and
+ * whether it needs launch_extended, into the layout's cache. */
+static int read_config(Layout *self, PyObject *config)
 {
-    if ((PyObject *)Py_TYPE(config) != self->config_type) {
+    if ((PyObject *)Py_TYPE(config) != contract.config_type) {
         PyErr_Format(PyExc_TypeError, "config must be a LaunchConfig, got %.100s", Py_TYPE(config)->tp_name);
         return -1;
     }
-    PyObject *t = PyObject_GetAttr(config, str_hdr);
+    PyObject *t = PyObject_GetAttr(config, contract.config_header);
     if (t == NULL)
         return -1;
     uint32_t v[8];
@@ -495,7 +503,7 @@ static int read_config(Launcher *self, PyObject *config)
         PyErr_SetString(PyExc_SystemError, "LaunchConfig has a bad header");
         return -1;
     }
-    PyObject *ex = PyObject_GetAttr(config, str_ex);
+    PyObject *ex = PyObject_GetAttr(config, contract.config_extended);
     if (ex == NULL)
         return -1;
     int extended = PyObject_IsTrue(ex);
@@ -510,6 +518,17 @@ static int read_config(Launcher *self, PyObject *config)
     Py_INCREF(config);
     Py_XSETREF(self->last_config, config);
     return 0;
+}
+
+/* Raises the error for a kernel: `format` gets the kernel's name (%R). */
+static PyObject *kernel_error(PyObject *type, const char *format, PyObject *kernel)
+{
+    PyObject *name = PyObject_GetAttr(kernel, str_name);
+    if (name != NULL) {
+        PyErr_Format(type, format, name);
+        Py_DECREF(name);
+    }
+    return NULL;
 }
 
 static PyObject *launch_error(int code, PyObject *kernel)
@@ -529,60 +548,71 @@ static PyObject *launch_error(int code, PyObject *kernel)
     return NULL;
 }
 
-static PyObject *kernel_closed(PyObject *closed_error, PyObject *kernel)
+/* Step 1: the CUstream of stream (None, the contract's stream class, or
+ * anything its stream_handle takes). */
+static int stream_of(PyObject *stream, uint64_t *out)
 {
-    PyObject *name = PyObject_GetAttr(kernel, str_name);
-    if (name != NULL) {
-        PyErr_Format(closed_error, "Kernel %R is closed (its module was unloaded)", name);
-        Py_DECREF(name);
+    if (stream == Py_None) {
+        *out = 0;
+        return 0;
     }
-    return NULL;
+    PyObject *h;
+    if ((PyObject *)Py_TYPE(stream) == contract.stream_type) {
+        h = read_slot(stream, contract.stream_slot);
+        if (h == NULL)
+            return -1;
+        if (h == Py_None) {
+            PyErr_SetString(contract.closed_error, "Stream is closed");
+            return -1;
+        }
+        Py_INCREF(h);
+    } else {
+        h = PyObject_CallFunctionObjArgs(contract.stream_handle, stream, NULL);
+        if (h == NULL)
+            return -1;
+    }
+    unsigned long long v = AS_U64(h);
+    Py_DECREF(h);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *out = v;
+    return 0;
 }
 
-/* Packs items[0..nparams) behind config's header and launches kernel on
- * stream: the body of every launch through this module. */
-static PyObject *launcher_run(Launcher *self, PyObject *kernel, uint64_t stream, PyObject *config,
-                              PyObject *const *items)
+/* Steps 3 to 5 for kernel (its CUfunction f) with layout on stream:
+ * pack items[0..nparams) behind config's header, launch, raise on failure. */
+static PyObject *launch_with(Layout *self, PyObject *kernel, uint64_t f, uint64_t stream, PyObject *config,
+                             PyObject *const *items)
 {
-    PyObject *h = slot_or_attr(kernel, known.kernel_type, known.kernel_h, str_h);
-    if (h == NULL)
-        return NULL;
-    if (h == Py_None) {
-        Py_DECREF(h);
-        return kernel_closed(self->closed_error, kernel);
-    }
-    unsigned long long f = AS_U64(h);
-    Py_DECREF(h);
-    if (f == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
     if (config != self->last_config && read_config(self, config) < 0)
         return NULL;
 
     /* the packet: on the stack unless the parameters are unusually large */
     _Alignas(16) unsigned char local[1024];
     unsigned char *packet = local;
-    if (self->size > sizeof local) {
-        packet = PyMem_Malloc(self->size);
+    size_t size = (size_t)self->size;
+    if (size > sizeof local) {
+        packet = PyMem_Malloc(size);
         if (packet == NULL)
             return PyErr_NoMemory();
     }
     PyObject *result = NULL;
     memcpy(packet, &self->last_header, sizeof self->last_header);
-    memset(packet + CUABI_LAUNCH_HEADER_SIZE, 0, self->size - CUABI_LAUNCH_HEADER_SIZE); /* padding */
+    memset(packet + CUABI_LAUNCH_HEADER_SIZE, 0, size - CUABI_LAUNCH_HEADER_SIZE); /* padding */
     for (Py_ssize_t i = 0; i < self->nparams; i++) {
         const struct param *p = &self->params[i];
-        if (pack_one(self, p, items[i], packet + CUABI_LAUNCH_HEADER_SIZE + p->offset, kernel, i) < 0)
+        if (pack_one(p, items[i], packet + CUABI_LAUNCH_HEADER_SIZE + p->offset, kernel, i) < 0)
             goto done;
     }
     int rc;
     if (self->last_extended) {
         /* clusters and cooperative launches: cuLaunchKernelEx, from Python */
         PyObject *params = PyBytes_FromStringAndSize((const char *)packet + CUABI_LAUNCH_HEADER_SIZE,
-                                                     (Py_ssize_t)(self->size - CUABI_LAUNCH_HEADER_SIZE));
+                                                     (Py_ssize_t)(size - CUABI_LAUNCH_HEADER_SIZE));
         if (params == NULL)
             goto done;
-        PyObject *r = PyObject_CallFunction(self->launch_ex, "KKOO", f, (unsigned long long)stream,
-                                            config, params);
+        PyObject *r = PyObject_CallFunction(contract.launch_extended, "KKOO", (unsigned long long)f,
+                                            (unsigned long long)stream, config, params);
         Py_DECREF(params);
         if (r == NULL)
             goto done;
@@ -592,7 +622,7 @@ static PyObject *launcher_run(Launcher *self, PyObject *kernel, uint64_t stream,
             goto done;
     } else {
         Py_BEGIN_ALLOW_THREADS
-        rc = launch_packed((CUfunction)(uintptr_t)f, (CUstream)(uintptr_t)stream, packet, self->size);
+        rc = launch_packed((CUfunction)(uintptr_t)f, (CUstream)(uintptr_t)stream, packet, size);
         Py_END_ALLOW_THREADS
     }
     if (rc != 0) {
@@ -607,249 +637,6 @@ done:
     return result;
 }
 
-/* launcher(kernel, stream_handle, config, args): the same contract as the
- * Python launchers of cuabi._module. */
-static PyObject *launcher_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Launcher *self = (Launcher *)op;
-    if (PyVectorcall_NARGS(nargsf) != 4 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "launcher(kernel, stream, config, args)");
-        return NULL;
-    }
-    PyObject *kargs = args[3];
-    if (!PyTuple_Check(kargs) || PyTuple_GET_SIZE(kargs) != self->nparams) {
-        PyErr_Format(PyExc_TypeError, "kernel takes %zd arguments", self->nparams);
-        return NULL;
-    }
-    unsigned long long stream = AS_U64(args[1]);
-    if (stream == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    return launcher_run(self, args[0], stream, args[2], &PyTuple_GET_ITEM(kargs, 0));
-}
-
-static void launcher_dealloc(PyObject *op)
-{
-    Launcher *self = (Launcher *)op;
-    PyObject_GC_UnTrack(op);
-    PyMem_Free(self->params);
-    Py_XDECREF(self->kernel_pointer);
-    Py_XDECREF(self->closed_error);
-    Py_XDECREF(self->config_type);
-    Py_XDECREF(self->launch_ex);
-    Py_XDECREF(self->last_config);
-    PyObject_GC_Del(op);
-}
-
-static int launcher_traverse(PyObject *op, visitproc visit, void *arg)
-{
-    Launcher *self = (Launcher *)op;
-    Py_VISIT(self->kernel_pointer);
-    Py_VISIT(self->closed_error);
-    Py_VISIT(self->config_type);
-    Py_VISIT(self->launch_ex);
-    Py_VISIT(self->last_config);
-    return 0;
-}
-
-static PyTypeObject LauncherType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "cuabi._cuabi_speedups.Launcher",
-    .tp_basicsize = sizeof(Launcher),
-    .tp_dealloc = launcher_dealloc,
-    .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_traverse = launcher_traverse,
-    .tp_doc = "Packs a kernel's arguments and launches it; made by make_launcher().",
-};
-
-/* make_launcher(layout, size, kernel_pointer, ClosedError, LaunchConfig, launch_ex) */
-static PyObject *make_launcher(PyObject *module, PyObject *args)
-{
-    (void)module;
-    PyObject *layout, *kp, *closed, *config_type, *launch_ex;
-    Py_ssize_t size;
-    if (!PyArg_ParseTuple(args, "O!nOOOO:make_launcher", &PyTuple_Type, &layout, &size, &kp, &closed,
-                          &config_type, &launch_ex))
-        return NULL;
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "cuabi._cuabi_speedups: bind() was not called");
-        return NULL;
-    }
-    if (size < CUABI_LAUNCH_HEADER_SIZE) {
-        PyErr_SetString(PyExc_ValueError, "make_launcher: size is smaller than the header");
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(layout);
-    struct param *params = PyMem_Calloc(n ? (size_t)n : 1, sizeof *params);
-    if (params == NULL)
-        return PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const char *code;
-        Py_ssize_t off, sz;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(layout, i), "snn:layout item", &code, &off, &sz))
-            goto bad;
-        if (strlen(code) != 1 || strchr("pbB?hHiIqQfdes", code[0]) == NULL || off < 0 || sz <= 0
-            || (size_t)off + (size_t)sz > (size_t)size - CUABI_LAUNCH_HEADER_SIZE) {
-            PyErr_Format(PyExc_ValueError, "make_launcher: bad layout item %zd", i);
-            goto bad;
-        }
-        size_t want = strchr("bB?", code[0]) ? 1 : strchr("hHe", code[0]) ? 2
-                    : strchr("iIf", code[0]) ? 4 : strchr("qQdp", code[0]) ? 8 : (size_t)sz;
-        if ((size_t)sz != want) {
-            PyErr_Format(PyExc_ValueError, "make_launcher: parameter %zd: code %c takes %zu bytes", i,
-                         code[0], want);
-            goto bad;
-        }
-        params[i].code = code[0];
-        params[i].offset = (size_t)off;
-        params[i].size = (size_t)sz;
-    }
-    Launcher *self = PyObject_GC_New(Launcher, &LauncherType);
-    if (self == NULL)
-        goto bad;
-    self->vectorcall = launcher_call;
-    self->nparams = n;
-    self->size = (size_t)size;
-    self->params = params;
-    Py_INCREF(kp);
-    self->kernel_pointer = kp;
-    Py_INCREF(closed);
-    self->closed_error = closed;
-    Py_INCREF(config_type);
-    self->config_type = config_type;
-    Py_INCREF(launch_ex);
-    self->launch_ex = launch_ex;
-    self->last_config = NULL;
-    PyObject_GC_Track((PyObject *)self);
-    return (PyObject *)self;
-bad:
-    PyMem_Free(params);
-    return NULL;
-}
-
-/* configure_launch(Stream, stream_handle, Kernel, ClosedError, Resource,
- * memory_types): what the module-level launch() needs.  The arguments are
- * checked on every call; only the first call's are kept. */
-static PyObject *configure_launch(PyObject *module, PyObject *args)
-{
-    (void)module;
-    PyObject *st, *sh, *kt, *ce, *rt, *mt;
-    if (!PyArg_ParseTuple(args, "O!OO!OO!O!:configure_launch", &PyType_Type, &st, &sh, &PyType_Type,
-                          &kt, &ce, &PyType_Type, &rt, &PyTuple_Type, &mt))
-        return NULL;
-    Py_ssize_t resource_h = slot_offset(rt, "_h");
-    Py_ssize_t kernel_h = resource_h < 0 ? -1 : slot_offset(kt, "_h");
-    Py_ssize_t kernel_go = kernel_h < 0 ? -1 : slot_offset(kt, "_go");
-    if (kernel_go < 0)
-        return NULL;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(mt); k++) {
-        PyObject *t = PyTuple_GET_ITEM(mt, k);
-        if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, (PyTypeObject *)rt)) {
-            PyErr_SetString(PyExc_TypeError, "configure_launch: memory_types must be Resource subclasses");
-            return NULL;
-        }
-    }
-    if (!PyType_IsSubtype((PyTypeObject *)st, (PyTypeObject *)rt)) {
-        PyErr_SetString(PyExc_TypeError, "configure_launch: Stream must be a Resource subclass");
-        return NULL;
-    }
-    if (known.stream_type != NULL)
-        Py_RETURN_NONE;
-    Py_INCREF(st);
-    known.stream_type = st;
-    Py_INCREF(sh);
-    known.stream_handle = sh;
-    Py_INCREF(kt);
-    known.kernel_type = kt;
-    Py_INCREF(ce);
-    known.closed_error = ce;
-    Py_INCREF(mt);
-    known.memory_types = mt;
-    known.resource_h = resource_h;
-    known.kernel_h = kernel_h;
-    known.kernel_go = kernel_go;
-    Py_RETURN_NONE;
-}
-
-static int stream_of(PyObject *stream, uint64_t *out)
-{
-    if (stream == Py_None) {
-        *out = 0;
-        return 0;
-    }
-    PyObject *h;
-    if ((PyObject *)Py_TYPE(stream) == known.stream_type) {
-        h = slot_or_attr(stream, known.stream_type, known.resource_h, str_h);
-        if (h == Py_None) {
-            Py_DECREF(h);
-            PyErr_SetString(known.closed_error, "Stream is closed");
-            return -1;
-        }
-    } else {
-        h = PyObject_CallFunctionObjArgs(known.stream_handle, stream, NULL);
-    }
-    if (h == NULL)
-        return -1;
-    unsigned long long v = AS_U64(h);
-    Py_DECREF(h);
-    if (v == (unsigned long long)-1 && PyErr_Occurred())
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Launches kernel with config on stream (None, an int handle, a cuabi.Stream
- * or another library's stream), items[0..given) its arguments: the body of
- * launch() and of Kernel.launch. */
-static PyObject *launch_kernel(PyObject *stream_obj, PyObject *config, PyObject *kernel,
-                               PyObject *const *items, Py_ssize_t given)
-{
-    if (known.stream_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "cuabi._cuabi_speedups: configure_launch() was not called");
-        return NULL;
-    }
-    uint64_t stream;
-    if (stream_of(stream_obj, &stream) < 0)
-        return NULL;
-    if ((PyObject *)Py_TYPE(kernel) != known.kernel_type) {
-        PyErr_Format(PyExc_TypeError, "kernel must be a cuabi.Kernel, got %.100s", Py_TYPE(kernel)->tp_name);
-        return NULL;
-    }
-    PyObject *go = slot_or_attr(kernel, known.kernel_type, known.kernel_go, str_go);
-    if (go == NULL)
-        return NULL;
-    PyObject *result = NULL;
-    if (Py_TYPE(go) == &LauncherType) {
-        Launcher *launcher = (Launcher *)go;
-        if (given != launcher->nparams) {
-            PyObject *name = PyObject_GetAttr(kernel, str_name);
-            if (name != NULL) {
-                PyErr_Format(PyExc_TypeError, "kernel %R takes %zd arguments, %zd given", name,
-                             launcher->nparams, given);
-                Py_DECREF(name);
-            }
-        } else {
-            result = launcher_run(launcher, kernel, stream, config, items);
-        }
-    } else {
-        /* a kernel without a signature: its Python launcher checks and infers */
-        PyObject *kargs = PyTuple_New(given);
-        PyObject *s = PyLong_FromUnsignedLongLong(stream);
-        if (kargs != NULL && s != NULL) {
-            for (Py_ssize_t i = 0; i < given; i++) {
-                Py_INCREF(items[i]);
-                PyTuple_SET_ITEM(kargs, i, items[i]);
-            }
-            result = PyObject_CallFunctionObjArgs(go, kernel, s, config, kargs, NULL);
-        }
-        Py_XDECREF(kargs);
-        Py_XDECREF(s);
-    }
-    Py_DECREF(go);
-    return result;
-}
-
 /* launch(stream, config, kernel, *args): cuabi.launch. */
 static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -858,53 +645,238 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "launch(stream, config, kernel, *args) takes at least 3 arguments");
         return NULL;
     }
-    return launch_kernel(args[0], args[1], args[2], args + 3, nargs - 3);
-}
-
-/* Kernel.launch(config, *args, stream=None), a method of cuabi.Kernel made by
- * kernel_launch_method(). */
-static PyObject *kernel_launch(PyObject *kernel, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *stream = Py_None, *config = nargs > 0 ? args[0] : NULL;
-    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
-            stream = args[nargs + k];
-        } else if (PyUnicode_CompareWithASCIIString(key, "config") == 0 && nargs == 0) {
-            config = args[nargs + k];
-        } else {
-            PyErr_Format(PyExc_TypeError, "launch() got an unexpected keyword argument '%U'", key);
-            return NULL;
-        }
-    }
-    if (config == NULL) {
-        PyErr_SetString(PyExc_TypeError, "launch() missing required argument 'config'");
+    if (contract.kernel_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cuabi._cuabi_speedups: register_launch() was not called");
         return NULL;
     }
-    if (nargs == 0) /* config by keyword: no kernel arguments */
-        return launch_kernel(stream, config, kernel, args, 0);
-    return launch_kernel(stream, config, kernel, args + 1, nargs - 1);
+    PyObject *config = args[1], *kernel = args[2];
+    PyObject *const *items = args + 3;
+    Py_ssize_t given = nargs - 3;
+
+    /* 1. the stream */
+    uint64_t stream;
+    if (stream_of(args[0], &stream) < 0)
+        return NULL;
+
+    /* 2. the kernel's function and argument layout */
+    if ((PyObject *)Py_TYPE(kernel) != contract.kernel_type) {
+        PyErr_Format(PyExc_TypeError, "kernel must be a cuabi.Kernel, got %.100s", Py_TYPE(kernel)->tp_name);
+        return NULL;
+    }
+    PyObject *h = read_slot(kernel, contract.kernel_handle_slot);
+    if (h == NULL)
+        return NULL;
+    if (h == Py_None)
+        return kernel_error(contract.closed_error, "Kernel %R is closed (its module was unloaded)", kernel);
+    unsigned long long f = AS_U64(h);
+    if (f == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *layout = read_slot(kernel, contract.kernel_layout_slot);
+    if (layout == NULL)
+        return NULL;
+    if (layout == Py_None) { /* no signature: inferred for this launch */
+        PyObject *kargs = PyTuple_New(given);
+        if (kargs == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < given; i++) {
+            Py_INCREF(items[i]);
+            PyTuple_SET_ITEM(kargs, i, items[i]);
+        }
+        layout = PyObject_CallFunctionObjArgs(contract.infer_layout, kernel, kargs, NULL);
+        Py_DECREF(kargs);
+        if (layout == NULL)
+            return NULL;
+    } else {
+        Py_INCREF(layout); /* packing may run Python code that replaces the kernel's */
+    }
+    PyObject *result = NULL;
+    if (!Py_IS_TYPE(layout, &LayoutType)) {
+        PyErr_Format(PyExc_TypeError, "the kernel's layout is a %.100s, not a compiled Layout",
+                     Py_TYPE(layout)->tp_name);
+    } else if (given != ((Layout *)layout)->nparams) {
+        PyObject *name = PyObject_GetAttr(kernel, str_name);
+        if (name != NULL) {
+            PyErr_Format(PyExc_TypeError, "kernel %R takes %zd arguments, %zd given", name,
+                         ((Layout *)layout)->nparams, given);
+            Py_DECREF(name);
+        }
+    } else {
+        /* 3.-5. the packet, the driver call, a failure status */
+        result = launch_with((Layout *)layout, kernel, f, stream, config, items);
+    }
+    Py_DECREF(layout);
+    return result;
 }
 
-static PyMethodDef kernel_launch_def = {
-    "launch", (PyCFunction)(void (*)(void))kernel_launch, METH_FASTCALL | METH_KEYWORDS,
-    "launch($self, config, *args, stream=None)\n--\n\n"
-    "Launch this kernel with config on stream (default: the NULL stream); the\n"
-    "same as cuabi.launch(stream, config, kernel, *args).",
+static void layout_dealloc(PyObject *op)
+{
+    Layout *self = (Layout *)op;
+    PyObject_GC_UnTrack(op);
+    PyMem_Free(self->params);
+    Py_XDECREF(self->last_config);
+    PyObject_GC_Del(op);
+}
+
+static int layout_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    Py_VISIT(((Layout *)op)->last_config);
+    return 0;
+}
+
+static PyMemberDef layout_members[] = {
+    { "nparams", Py_T_PYSSIZET, offsetof(Layout, nparams), Py_READONLY, "number of parameters" },
+    { "size", Py_T_PYSSIZET, offsetof(Layout, size), Py_READONLY, "packet size: header and parameters" },
+    { NULL, 0, 0, 0, NULL },
 };
 
-/* kernel_launch_method(): Kernel.launch for the configured Kernel class, to
- * be set on it. */
-static PyObject *kernel_launch_method(PyObject *module, PyObject *unused)
+static PyTypeObject LayoutType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cuabi._cuabi_speedups.Layout",
+    .tp_basicsize = sizeof(Layout),
+    .tp_dealloc = layout_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = layout_traverse,
+    .tp_members = layout_members,
+    .tp_doc = "How one kernel signature's arguments are packed; made by make_layout().",
+};
+
+/* make_layout(items, size): items are cuabi._kernel_args.packing()'s
+ * (code, offset, size) per parameter, size the packet's. */
+static PyObject *make_layout(PyObject *module, PyObject *args)
 {
     (void)module;
-    (void)unused;
-    if (known.kernel_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "cuabi._cuabi_speedups: configure_launch() was not called");
+    PyObject *items;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "O!n:make_layout", &PyTuple_Type, &items, &size))
+        return NULL;
+    if (size < CUABI_LAUNCH_HEADER_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "make_layout: size is smaller than the header");
         return NULL;
     }
-    return PyDescr_NewMethod((PyTypeObject *)known.kernel_type, &kernel_launch_def);
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    struct param *params = PyMem_Calloc(n ? (size_t)n : 1, sizeof *params);
+    if (params == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *code;
+        Py_ssize_t off, sz;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(items, i), "snn:layout item", &code, &off, &sz))
+            goto bad;
+        if (strlen(code) != 1 || strchr("pbB?hHiIqQfdes", code[0]) == NULL || off < 0 || sz <= 0
+            || (size_t)off + (size_t)sz > (size_t)size - CUABI_LAUNCH_HEADER_SIZE) {
+            PyErr_Format(PyExc_ValueError, "make_layout: bad layout item %zd", i);
+            goto bad;
+        }
+        size_t want = strchr("bB?", code[0]) ? 1 : strchr("hHe", code[0]) ? 2
+                    : strchr("iIf", code[0]) ? 4 : strchr("qQdp", code[0]) ? 8 : (size_t)sz;
+        if ((size_t)sz != want) {
+            PyErr_Format(PyExc_ValueError, "make_layout: parameter %zd: code %c takes %zu bytes", i,
+                         code[0], want);
+            goto bad;
+        }
+        params[i].code = code[0];
+        params[i].offset = (size_t)off;
+        params[i].size = (size_t)sz;
+    }
+    Layout *self = PyObject_GC_New(Layout, &LayoutType);
+    if (self == NULL)
+        goto bad;
+    self->nparams = n;
+    self->size = size;
+    self->params = params;
+    self->last_config = NULL;
+    PyObject_GC_Track((PyObject *)self);
+    return (PyObject *)self;
+bad:
+    PyMem_Free(params);
+    return NULL;
+}
+
+/* The contract's field `name` (a new reference), or NULL with an error. */
+static PyObject *field(PyObject *c, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(c, name);
+    if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "register_launch: the contract has no field %s", name);
+    }
+    return v;
+}
+
+static void contract_clear(struct contract *c)
+{
+    Py_CLEAR(c->stream_type);
+    Py_CLEAR(c->stream_handle);
+    Py_CLEAR(c->kernel_type);
+    Py_CLEAR(c->infer_layout);
+    Py_CLEAR(c->memory_types);
+    Py_CLEAR(c->device_pointer);
+    Py_CLEAR(c->config_type);
+    Py_CLEAR(c->config_header);
+    Py_CLEAR(c->config_extended);
+    Py_CLEAR(c->launch_extended);
+    Py_CLEAR(c->closed_error);
+}
+
+/* The offset of the slot named by field `slot_field` on class type. */
+static Py_ssize_t field_slot(PyObject *c, PyObject *type, const char *slot_field)
+{
+    PyObject *name = field(c, slot_field);
+    if (name == NULL)
+        return -1;
+    Py_ssize_t offset = slot_offset(type, name);
+    Py_DECREF(name);
+    return offset;
+}
+
+/* register_launch(contract): what launch() reads and calls, as a
+ * cuabi._compiled.LaunchContract; replaces an earlier one. */
+static PyObject *register_launch(PyObject *module, PyObject *c)
+{
+    (void)module;
+    struct contract n = { 0 };
+    if ((n.stream_type = field(c, "stream_type")) == NULL || (n.stream_handle = field(c, "stream_handle")) == NULL
+        || (n.kernel_type = field(c, "kernel_type")) == NULL || (n.infer_layout = field(c, "infer_layout")) == NULL
+        || (n.memory_types = field(c, "memory_types")) == NULL
+        || (n.device_pointer = field(c, "device_pointer")) == NULL
+        || (n.config_type = field(c, "config_type")) == NULL || (n.config_header = field(c, "config_header")) == NULL
+        || (n.config_extended = field(c, "config_extended")) == NULL
+        || (n.launch_extended = field(c, "launch_extended")) == NULL
+        || (n.closed_error = field(c, "closed_error")) == NULL)
+        goto bad;
+    if (!PyType_Check(n.config_type) || !PyUnicode_Check(n.config_header) || !PyUnicode_Check(n.config_extended)) {
+        PyErr_SetString(PyExc_TypeError, "register_launch: config_type must be a class, its attributes str");
+        goto bad;
+    }
+    if (!PyExceptionClass_Check(n.closed_error)) {
+        PyErr_SetString(PyExc_TypeError, "register_launch: closed_error must be an exception class");
+        goto bad;
+    }
+    if (!PyCallable_Check(n.stream_handle) || !PyCallable_Check(n.infer_layout)
+        || !PyCallable_Check(n.device_pointer) || !PyCallable_Check(n.launch_extended)) {
+        PyErr_SetString(PyExc_TypeError, "register_launch: stream_handle, infer_layout, device_pointer "
+                                         "and launch_extended must be callable");
+        goto bad;
+    }
+    if ((n.stream_slot = field_slot(c, n.stream_type, "stream_slot")) < 0
+        || (n.kernel_handle_slot = field_slot(c, n.kernel_type, "kernel_handle_slot")) < 0
+        || (n.kernel_layout_slot = field_slot(c, n.kernel_type, "kernel_layout_slot")) < 0)
+        goto bad;
+    if (!PyTuple_Check(n.memory_types) || PyTuple_GET_SIZE(n.memory_types) > MAX_MEMORY_TYPES) {
+        PyErr_Format(PyExc_TypeError, "register_launch: memory_types must be a tuple of at most %d classes",
+                     MAX_MEMORY_TYPES);
+        goto bad;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(n.memory_types); k++) {
+        if ((n.memory_slots[k] = field_slot(c, PyTuple_GET_ITEM(n.memory_types, k), "memory_slot")) < 0)
+            goto bad;
+    }
+    contract_clear(&contract);
+    contract = n;
+    Py_RETURN_NONE;
+bad:
+    contract_clear(&n);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ module */
@@ -983,15 +955,14 @@ static PyObject *function(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+
 static PyMethodDef methods[] = {
     { "bind", bind, METH_VARARGS, "bind(library_path, raise_for, address, cstring)" },
     { "function", function, METH_VARARGS, "function(name, doc): the compiled getter, or None" },
-    { "make_launcher", make_launcher, METH_VARARGS,
-      "make_launcher(layout, size, kernel_pointer, ClosedError, LaunchConfig, launch_ex)" },
-    { "configure_launch", configure_launch, METH_VARARGS,
-      "configure_launch(Stream, stream_handle, Kernel, ClosedError, Resource, memory_types)" },
-    { "kernel_launch_method", kernel_launch_method, METH_NOARGS,
-      "kernel_launch_method(): the compiled Kernel.launch, once configure_launch() ran" },
+    { "make_layout", make_layout, METH_VARARGS,
+      "make_layout(items, size): the Layout of a kernel signature (cuabi._kernel_args.packing)" },
+    { "register_launch", register_launch, METH_O,
+      "register_launch(contract): what launch() reads and calls (cuabi._compiled.LaunchContract)" },
     { "launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
       "launch(stream, config, kernel, *args)\n--\n\n"
       "Launch kernel with config on stream (None: the NULL stream).  The compiled form of\n"
@@ -1007,14 +978,10 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__cuabi_speedups(void)
 {
-    if (PyType_Ready(&LauncherType) < 0)
+    if (PyType_Ready(&LayoutType) < 0)
         return NULL;
-    str_h = PyUnicode_InternFromString("_h");
     str_name = PyUnicode_InternFromString("name");
-    str_hdr = PyUnicode_InternFromString("_hdr");
-    str_ex = PyUnicode_InternFromString("_ex");
-    str_go = PyUnicode_InternFromString("_go");
-    if (str_h == NULL || str_name == NULL || str_hdr == NULL || str_ex == NULL || str_go == NULL)
+    if (str_name == NULL)
         return NULL;
     return PyModule_Create(&module_def);
 }

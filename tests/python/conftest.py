@@ -78,7 +78,8 @@ if os.environ.get("CUABI_TEST_INSTALLED") != "1":
         import build_modules
 
         target = os.path.join(PYDIR, "cuabi", "_cuabi_cffi.py")
-        src = [os.path.join(PYDIR, "cdef", "driver.h"), os.path.join(PYDIR, "build_modules.py")]
+        src = [os.path.join(PYDIR, "cdef", name) for name in ("own.h", "driver.h")]
+        src.append(os.path.join(PYDIR, "build_modules.py"))
         if not os.path.exists(target) or os.path.getmtime(target) < max(map(os.path.getmtime, src)):
             build_modules.build_abi(os.path.join(PYDIR, "cuabi"))
     except ImportError:
@@ -88,9 +89,9 @@ import cuabi  # noqa: E402
 
 
 def pytest_report_header(config):
-    from cuabi import _libload
+    from cuabi._backend import backend
 
-    b = _libload.backend()
+    b = backend()
     return ["cuabi backend: %s; libcuabi: %s; driver: %s" % (b.name, b.library_path,
                                                               FAKE or "system (real GPU)")]
 
@@ -207,6 +208,8 @@ _ALLOWED_SKIPS = [
     ("the driver in use does not provide", lambda: REAL_GPU),
     ("thread block clusters need compute capability 9.0", lambda: REAL_GPU),
     ("set CUABI_TEST_EXPECT_SPEEDUPS=1", lambda: os.environ.get("CUABI_TEST_EXPECT_SPEEDUPS") != "1"),
+    ("the contract is registered with the compiled tier only",
+     lambda: os.environ.get("CUABI_TEST_EXPECT_SPEEDUPS") != "1"),
     ("checks the message on interpreters without ctypes.pythonapi", lambda: _CPYTHON),
     ("DLPack capsules need ctypes.pythonapi", lambda: not _CPYTHON),
     ("PyPy's memoryview.release() does not track exports", lambda: not _CPYTHON),

@@ -16,12 +16,14 @@ from cuabi import errors
 
 
 def test_generated_files_are_current():
+    """tools/gen_python.py --check finds every generated Python file up to date."""
     p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_python.py"), "--check"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
 
 def test_every_table_entry_point_is_wrapped():
+    """cuabi.driver has a function for every entry point of the JSON table."""
     with open(os.path.join(ROOT, "include", "cuabi", "driver_api.json")) as f:
         table = json.load(f)
     names = sorted(e["name"] for e in table["entry_points"])
@@ -32,7 +34,7 @@ def test_every_table_entry_point_is_wrapped():
 
 
 def test_every_wrapper_binds_to_an_exported_symbol():
-    # resolving the native symbol for each is what the first call does
+    """Each wrapper resolves its libcuabi symbol and carries its C prototype as docstring."""
     data = run_json("""
         import json
         from cuabi import driver as d
@@ -48,61 +50,85 @@ def test_every_wrapper_binds_to_an_exported_symbol():
     assert data == []
 
 
-def test_outputs_returned():
+@pytest.fixture
+def primary():
+    """Device 0's primary context, pushed current through the driver layer only."""
     d.cuInit(0)
-    assert d.cuDriverGetVersion() >= 12000
     dev = d.cuDeviceGet(0)
     ctx = d.cuDevicePrimaryCtxRetain(dev)
-    try:
-        d.cuCtxPushCurrent(ctx)
-        assert d.cuCtxGetCurrent() == ctx
-        free, total = d.cuMemGetInfo()  # two outputs -> tuple
-        assert 0 < free <= total
-        ptr = d.cuMemAlloc(64)
-        assert isinstance(ptr, int) and ptr
-        d.cuMemcpyHtoD(ptr, b"0123456789", 10)
-        out = bytearray(10)
-        d.cuMemcpyDtoH(out, ptr, 10)
-        assert out == b"0123456789"
-        d.cuMemFree(ptr)
-        assert d.cuCtxPopCurrent() == ctx
-    finally:
-        d.cuDevicePrimaryCtxRelease(dev)
+    d.cuCtxPushCurrent(ctx)
+    yield ctx
+    assert d.cuCtxPopCurrent() == ctx
+    d.cuDevicePrimaryCtxRelease(dev)
 
 
-def test_buffer_parameter_and_string_output():
+def test_one_output_is_returned(primary):
+    """An entry point with one output parameter returns its value."""
+    assert d.cuDriverGetVersion() >= 12000
+    assert d.cuCtxGetCurrent() == primary
+
+
+def test_several_outputs_are_returned_as_a_tuple(primary):
+    """An entry point with two outputs returns both, in declaration order."""
+    free, total = d.cuMemGetInfo()
+    assert 0 < free <= total
+
+
+def test_memory_round_trip_through_the_driver_layer(primary):
+    """cuMemAlloc, cuMemcpyHtoD and cuMemcpyDtoH move bytes there and back."""
+    ptr = d.cuMemAlloc(64)
+    assert isinstance(ptr, int) and ptr
+    d.cuMemcpyHtoD(ptr, b"0123456789", 10)
+    out = bytearray(10)
+    d.cuMemcpyDtoH(out, ptr, 10)
+    assert out == b"0123456789"
+    d.cuMemFree(ptr)
+
+
+def test_caller_buffer_stays_an_argument():
+    """A buffer the caller provides (cuDeviceGetName) is filled in place."""
     d.cuInit(0)
     name = bytearray(128)
     d.cuDeviceGetName(name, len(name), d.cuDeviceGet(0))
     assert bytes(name).rstrip(b"\0")
+
+
+def test_string_outputs_come_back_as_str():
+    """const char ** outputs (cuGetErrorName, cuGetErrorString) are returned as str."""
     assert d.cuGetErrorName(1) == "CUDA_ERROR_INVALID_VALUE"
     assert "invalid" in d.cuGetErrorString(1).lower()
 
 
 def test_inout_parameter(ctx):
+    """An in-out parameter is passed in and its new value returned (cuGraphGetNodes' count)."""
     g = d.cuGraphCreate(0)
     try:
-        # numNodes is in-out: 0 in, the node count out
         assert d.cuGraphGetNodes(g, None, 0) == 0
     finally:
         d.cuGraphDestroy(g)
 
 
-def test_enums_and_defines():
+def test_enum_members_are_intenums():
+    """Enumerators are module attributes and members of their IntEnum class."""
     attr = d.CU_DEVICE_ATTRIBUTE_WARP_SIZE
     assert isinstance(attr, d.CUdevice_attribute)
     assert attr.name == "CU_DEVICE_ATTRIBUTE_WARP_SIZE"
     assert d.CUresult.CUDA_SUCCESS == 0
-    assert d.CUDA_VERSION == 13000
-    assert d.CU_STREAM_LEGACY == 1
     assert "CUresult" in dir(d)
-    with pytest.raises(AttributeError):
-        d.CU_NOT_A_THING  # noqa: B018
     d.cuInit(0)
     assert d.cuDeviceGetAttribute(attr, d.cuDeviceGet(0)) == 32
 
 
-def test_error_classes():
+def test_defines_are_module_attributes():
+    """cuda.h's integer #defines are module attributes; unknown names raise AttributeError."""
+    assert d.CUDA_VERSION == 13000
+    assert d.CU_STREAM_LEGACY == 1
+    with pytest.raises(AttributeError):
+        d.CU_NOT_A_THING  # noqa: B018
+
+
+def test_failing_call_raises_its_class():
+    """A failing call raises the CUDAError subclass of its code, naming the function."""
     with pytest.raises(errors.CUDAError) as ei:
         d.cuMemFree(0x12345)
     e = ei.value
@@ -110,21 +136,37 @@ def test_error_classes():
     assert e.name.startswith("CUDA_ERROR_")
     assert e.function == "cuMemFree"
     assert str(e).startswith("cuMemFree: ")
+
+
+def test_error_classes_by_code():
+    """by_code() gives one stable class per CUresult, own codes included; unknown codes CUDAError."""
     cls = errors.by_code(2)
     assert cls.__name__ == "OutOfMemoryError" and cls is errors.OutOfMemoryError
-    assert errors.by_code(2) is cls  # stable identity
+    assert errors.by_code(2) is cls
     assert errors.by_code(100004) is errors.EntryPointNotFoundError
     assert errors.by_code(987654) is errors.CUDAError
     assert issubclass(errors.DriverStubError, errors.DriverLoadError)
+
+
+def test_errors_pickle():
+    """A CUDAError survives pickling with its class, code and message."""
+    with pytest.raises(errors.CUDAError) as ei:
+        d.cuMemFree(0x12345)
+    e = ei.value
     e2 = pickle.loads(pickle.dumps(e))
     assert type(e2) is type(e) and e2.code == e.code and str(e2) == str(e)
+
+
+def test_error_class_names_are_module_attributes():
+    """cuabi.errors lists and resolves the classes by name; unknown names raise."""
     assert "OutOfMemoryError" in dir(errors)
     with pytest.raises(AttributeError):
         errors.NoSuchThingError  # noqa: B018
     assert errors.class_name_for("CUDA_ERROR_NOT_READY") == "NotReadyError"
 
 
-def test_bad_argument_types_and_values():
+def test_bad_integer_arguments():
+    """Integers of the wrong type raise TypeError, out of range OverflowError, before the call."""
     d.cuInit(0)
     with pytest.raises(TypeError):
         d.cuDeviceGet("0")
@@ -134,12 +176,20 @@ def test_bad_argument_types_and_values():
         d.cuDeviceGet(1 << 40)
     with pytest.raises(OverflowError):
         d.cuMemAlloc(-1)
+
+
+def test_bad_pointer_arguments():
+    """Pointer and handle arguments refuse objects, floats and negative ints."""
     with pytest.raises(TypeError):
         d.cuMemFree(object())
     with pytest.raises(TypeError):
         d.cuCtxSetCurrent(1.0)
     with pytest.raises(OverflowError):
         d.cuCtxSetCurrent(-5)
+
+
+def test_wrong_argument_count():
+    """Too many or too few arguments raise TypeError."""
     with pytest.raises(TypeError):
         d.cuDeviceGetCount(1)  # no inputs
     with pytest.raises(TypeError):
@@ -147,34 +197,41 @@ def test_bad_argument_types_and_values():
 
 
 def test_struct_by_value_arguments(ctx):
+    """A struct passed by value must be a tuple of its members or bytes of its size."""
     f = d.cuMemAdvise
     for bad, exc in (((1,), ValueError), ((1, 2, 3), ValueError), ("xx", TypeError),
                      ((1.5j, 0), TypeError), (b"\0" * 3, ValueError)):
         with pytest.raises(exc):
             f(0, 0, 0, bad)
-    # a 64-byte IPC handle: wrong sizes are refused before the call
     with pytest.raises(ValueError):
-        d.cuIpcOpenMemHandle(b"\0" * 10, 0)
+        d.cuIpcOpenMemHandle(b"\0" * 10, 0)  # a 64-byte IPC handle
 
 
-def test_pointer_arguments_accept_buffers_and_objects(ctx):
+def test_pointer_arguments_accept_cuabi_objects_and_buffers(ctx):
+    """Pointer arguments take cuabi objects (their address), memoryviews and arrays."""
+    import array
+
     buf = cuabi.DeviceBuffer(16)
-    d.cuMemsetD8(buf, 7, 16)  # a cuabi object passes its address
+    d.cuMemsetD8(buf, 7, 16)
     arr = bytearray(16)
     d.cuMemcpyDtoH(memoryview(arr), buf.ptr, 16)
     assert arr == b"\x07" * 16
-    import array
-
     a = array.array("I", [0] * 4)
     d.cuMemcpyDtoH(a, buf, 16)
     assert list(a) == [0x07070707] * 4
+
+
+def test_pointer_arguments_refuse_strided_buffers_and_bools(ctx):
+    """A non-contiguous memoryview or a bool is not an address."""
+    buf = cuabi.DeviceBuffer(16)
     with pytest.raises(ValueError):
-        d.cuMemcpyDtoH(memoryview(bytearray(32))[::2], buf, 16)  # not contiguous
+        d.cuMemcpyDtoH(memoryview(bytearray(32))[::2], buf, 16)
     with pytest.raises(TypeError):
         d.cuMemcpyDtoH(True, buf, 16)
 
 
 def test_missing_entry_point_raises_not_crashes():
+    """Calling an entry point the driver lacks raises EntryPointNotFoundError."""
     rc = run_json("""
         import json, cuabi
         try:
@@ -187,6 +244,7 @@ def test_missing_entry_point_raises_not_crashes():
 
 
 def test_thread_safety_of_cached_outputs(ctx):
+    """Four threads calling the same wrappers each read their own outputs."""
     import threading
 
     errors_seen = []
@@ -320,8 +378,7 @@ print(json.dumps([checked, problems]))
 
 @pytest.mark.fake
 def test_every_entry_point_passes_arguments_and_results():
-    """In record mode every entry point passes each argument's raw bits, structs by value
-    included, and raises the driver's failure code."""
+    """In record mode every entry point passes each argument's bits (structs too) and raises the driver's code."""
     code = (RECORD_CHECK.replace("TABLE", repr(os.path.join(ROOT, "include", "cuabi", "driver_api.json")))
             .replace("CODE", str(int(d.CUDA_ERROR_NOT_READY))))
     checked, problems = run_json(code, env={"FAKECUDA_MODE": "record"})
@@ -351,8 +408,7 @@ print(json.dumps([len(codes), bad]))
 
 @pytest.mark.fake
 def test_integer_arguments_use_their_full_range_and_no_more():
-    """Each integer letter takes exactly its C type's range: the ends pass bit for bit,
-    one beyond raises OverflowError (never wraps, on either backend)."""
+    """Each integer letter takes its C type's whole range and no more (OverflowError, never a wrap)."""
     results = run_json(RECORD_PRELUDE + r"""
 # letter: (entry point, its input arguments with None where the value goes, index in the call)
 CASES = {
@@ -388,6 +444,7 @@ print(json.dumps(out))
 
 @pytest.mark.fake
 def test_failing_status_maps_to_class_in_record_mode():
+    """A status the fake is told to return raises that status's class."""
     data = run_json("""
         import ctypes, json, os, cuabi
         from cuabi import driver as d
@@ -402,7 +459,8 @@ def test_failing_status_maps_to_class_in_record_mode():
 
 
 def test_needs_helper_detects_missing():
-    needs("cuMemAlloc")  # present everywhere: must not skip
+    """conftest.needs() does not skip for an entry point every driver has."""
+    needs("cuMemAlloc")
 
 
 FAKE_IMAGE = b"fakecuda-module\nkernel saxpy\nglobal counter 16\n\0"

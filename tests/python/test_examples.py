@@ -29,6 +29,7 @@ def _nvrtc():
 
 
 def test_saxpy_example():
+    """examples/python/saxpy_nvrtc.py compiles, launches and checks its result."""
     _nvrtc()
     rc, out = _run("saxpy_nvrtc.py", "1000")
     assert rc == 0, out
@@ -37,6 +38,7 @@ def test_saxpy_example():
 
 @pytest.mark.gpu
 def test_graph_example():
+    """examples/python/graph.py captures, replays and updates a graph correctly."""
     _nvrtc()
     rc, out = _run("graph.py")
     assert rc == 0 and out.rstrip().endswith("OK"), out
@@ -44,6 +46,7 @@ def test_graph_example():
 
 @pytest.mark.gpu
 def test_dlpack_torch_example():
+    """examples/python/dlpack_torch.py exchanges memory with PyTorch both ways."""
     _nvrtc()
     pytest.importorskip("torch")
     rc, out = _run("dlpack_torch.py")

@@ -38,6 +38,7 @@ def _u64(fmt, value):
     ("?pHfp", (0, 0xDEADBEEF, 7, 2.5)),
 ])
 def test_every_parameter_code_packs_exactly(store, codes, values):
+    """Each parameter code's value reaches the kernel bit-exactly."""
     k = store.get_kernel("store_mixed", codes)
     out = cuabi.DeviceBuffer(32)
     cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, *values, out)
@@ -51,77 +52,116 @@ def test_every_parameter_code_packs_exactly(store, codes, values):
     assert got[3] == d32 & 0xFFFFFFFFFFFFFFFF
 
 
-def test_argument_errors_are_the_same_on_every_path(store):
+@pytest.mark.parametrize("bad", [
+    (256, 1.0, 1, 1), (1, "x", 1, 1), (1, 1.0, -1, 1), (1, 1.0, 1, 2.5), (1, 1.0, 1, 1 << 31)])
+def test_bad_scalar_argument_names_the_kernel(store, bad):
+    """A scalar argument of the wrong type or out of range raises TypeError naming the kernel."""
     k = store.get_kernel("store_mixed", "BdHip")
-    out = cuabi.DeviceBuffer(32)
-    cfg = cuabi.LaunchConfig(1, 1)
-    for bad in ((256, 1.0, 1, 1, out), (1, "x", 1, 1, out), (1, 1.0, -1, 1, out),
-                (1, 1.0, 1, 2.5, out), (1, 1.0, 1, 1 << 31, out), (1, 1.0, 1, 1, -1)):
-        with pytest.raises(TypeError, match="bad argument for kernel 'store_mixed'"):
-            cuabi.launch(None, cfg, k, *bad)
+    with pytest.raises(TypeError, match="bad argument for kernel 'store_mixed'"):
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, *bad, cuabi.DeviceBuffer(32))
+
+
+def test_negative_pointer_argument_names_the_kernel(store):
+    """A negative int for a pointer parameter raises TypeError naming the kernel."""
+    k = store.get_kernel("store_mixed", "BdHip")
+    with pytest.raises(TypeError, match="bad argument for kernel 'store_mixed'"):
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, 1, 1.0, 1, 1, -1)
+
+
+def test_pointer_argument_must_be_memory(store):
+    """An object that is not memory (or an int) for a pointer parameter raises TypeError."""
+    k = store.get_kernel("store_mixed", "BdHip")
     with pytest.raises(TypeError, match="pointer kernel argument"):
-        cuabi.launch(None, cfg, k, 1, 1.0, 1, 1, object())
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, 1, 1.0, 1, 1, object())
+
+
+def test_argument_count_is_checked(store):
+    """Too few arguments raise TypeError with both counts."""
+    k = store.get_kernel("store_mixed", "BdHip")
     with pytest.raises(TypeError, match="takes 5 arguments, 4 given"):
-        cuabi.launch(None, cfg, k, 1, 1.0, 1, 1)
-    with pytest.raises(TypeError, match="takes 5 arguments, 2 given"):
-        k.launch(cfg, 1, 2)
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, 1, 1.0, 1, 1)
+
+
+def test_config_must_be_a_launch_config(store):
+    """A tuple is no LaunchConfig."""
+    k = store.get_kernel("store_mixed", "BdHip")
     with pytest.raises(TypeError, match="LaunchConfig"):
-        cuabi.launch(None, (1, 1), k, 1, 1.0, 1, 1, out)
+        cuabi.launch(None, (1, 1), k, 1, 1.0, 1, 1, cuabi.DeviceBuffer(32))
+
+
+def test_kernel_must_be_a_kernel(store):
+    """A kernel's name is no Kernel."""
     with pytest.raises(TypeError, match="Kernel"):
-        cuabi.launch(None, cfg, "store_mixed", 1)
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), "store_mixed", 1)
+
+
+def test_closed_stream_refuses_a_launch(store):
+    """Launching on a closed Stream raises ClosedError."""
+    k = store.get_kernel("store_mixed", "BdHip")
     s = cuabi.Stream()
     s.close()
     with pytest.raises(ClosedError, match="Stream is closed"):
-        cuabi.launch(s, cfg, k, 1, 1.0, 1, 1, out)
-    with pytest.raises(ClosedError, match="Stream is closed"):
-        k.launch(cfg, 1, 1.0, 1, 1, out, stream=s)
-    # and the kernel still works, on an int stream handle and a foreign stream
-    cuabi.launch(0, cfg, k, 1, 1.0, 1, 1, out)
-    k.launch(cfg, 1, 1.0, 1, 1, out, stream=cuabi.Stream())
-    cuabi.Stream.legacy().sync()
+        cuabi.launch(s, cuabi.LaunchConfig(1, 1), k, 1, 1.0, 1, 1, cuabi.DeviceBuffer(32))
 
 
-def test_kernel_launch_arguments(store):
+def test_kernel_works_after_argument_errors(store):
+    """After refused launches a kernel still launches, on an int handle and on a Stream."""
     k = store.get_kernel("store_mixed", "BdHip")
     out = cuabi.DeviceBuffer(32)
-    s = cuabi.Stream()
-    k.launch(cuabi.LaunchConfig(1, 1), 5, 1.0, 6, 7, out, stream=s)
-    s.sync()
-    assert struct.unpack("4Q", out.to_bytes()) == (5, _u64("d", 1.0), 6, 7)
-    empty = store.get_kernel("empty", "")
-    empty.launch(config=cuabi.LaunchConfig(1, 1))
-    with pytest.raises(TypeError, match="config"):
-        empty.launch()
-    with pytest.raises(TypeError, match="unexpected keyword argument 'strem'"):
-        empty.launch(cuabi.LaunchConfig(1, 1), strem=s)
+    cfg = cuabi.LaunchConfig(1, 1)
+    with pytest.raises(TypeError):
+        cuabi.launch(None, cfg, k, 1, "x", 1, 1, out)
+    cuabi.launch(0, cfg, k, 1, 1.0, 1, 1, out)
+    cuabi.launch(cuabi.Stream(), cfg, k, 1, 1.0, 1, 1, out)
     cuabi.Stream.legacy().sync()
 
 
 def test_launch_needs_stream_config_and_kernel(store):
+    """launch() with fewer than three arguments raises TypeError."""
     with pytest.raises(TypeError):
         cuabi.launch(None, cuabi.LaunchConfig(1, 1))
 
 
-def test_configure_launch_refuses_classes_it_cannot_read():
+def _registered_contract():
+    """The LaunchContract cuabi.launch handed the speedups module."""
+    from cuabi import _launch
+
+    cuabi.launch  # noqa: B018 - chooses the launch, registering the contract
+    assert _launch._registered is not None
+    return _launch._registered
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(kernel_layout_slot="name_of_no_slot"), "is not a __slots__ attribute"),
+    (dict(memory_slot="size"), "is not a __slots__ attribute"),  # a property, not a slot
+    (dict(device_pointer=None), "must be callable"),
+    (dict(memory_types=[cuabi.DeviceBuffer]), "tuple of at most"),
+])
+def test_register_launch_refuses_a_contract_it_cannot_honour(change, message):
+    """The compiled launch refuses slot names that are no slots, and fields of the wrong kind."""
     if not EXPECT_SPEEDUPS:
         pytest.skip("set CUABI_TEST_EXPECT_SPEEDUPS=1 when the speedups module is built")
     from cuabi import _cuabi_speedups as sp
-    from cuabi._core import Resource, stream_handle
 
-    class NoSlots:
-        pass
+    with pytest.raises(TypeError, match=message):
+        sp.register_launch(_registered_contract().replace(**change))
 
-    good = (cuabi.Stream, stream_handle, cuabi.Kernel, ClosedError, Resource, (cuabi.DeviceBuffer,))
-    sp.configure_launch(*good)  # already configured: accepted, changes nothing
-    with pytest.raises(TypeError, match="is not a __slots__ attribute"):
-        sp.configure_launch(cuabi.Stream, stream_handle, NoSlots, ClosedError, Resource, ())
-    with pytest.raises(TypeError, match="memory_types must be Resource subclasses"):
-        sp.configure_launch(*good[:5], (bytes,))
-    with pytest.raises(TypeError, match="Stream must be a Resource subclass"):
-        sp.configure_launch(cuabi.Kernel, *good[1:])
+
+def test_contract_names_each_memory_class_address(store):
+    """Each memory class the contract lists keeps its kernel address in the slot it names."""
+    from cuabi import _launch
+
+    contract = _registered_contract() if EXPECT_SPEEDUPS else None
+    if contract is None:
+        pytest.skip("the contract is registered with the compiled tier only")
+    for cls in contract.memory_types:
+        obj = cls(32)
+        assert getattr(obj, contract.memory_slot) == obj._cuabi_address()
+    assert _launch.LaunchConfig is contract.config_type
 
 
 def test_struct_arguments_must_have_their_exact_size(store):
+    """A struct parameter takes bytes (or bytearray) of exactly its size, nothing else."""
     k = store.get_kernel("store_mixed", [(1, 1), (8, 8), "H", "i", "p"])
     out = cuabi.DeviceBuffer(32)
     cfg = cuabi.LaunchConfig(1, 1)
@@ -140,13 +180,12 @@ class _MyBuffer(cuabi.DeviceBuffer):
 @pytest.mark.parametrize("make, read", [
     (cuabi.DeviceBuffer, lambda b: b.to_bytes()),
     (cuabi.ManagedBuffer, lambda b: b.to_bytes()),
-    (cuabi.PinnedBuffer, lambda b: b.tobytes()),
+    (cuabi.PinnedBuffer, lambda b: b.to_bytes()),
     (_MyBuffer, lambda b: b.to_bytes()),
     (lambda n: cuabi.DeviceBuffer(n).view("u8"), lambda v: v.to_bytes()),
 ])
 def test_memory_arguments_of_every_kind(store, make, read):
-    # cuabi's own memory classes are read directly by the compiled launch;
-    # a subclass and an array view go through the Python helper: same result
+    """cuabi's memory classes, a subclass and an array view all pass their address."""
     k = store.get_kernel("store_mixed", "BdHip")
     out = make(32)
     cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, 7, 1.0, 2, 3, out)
@@ -157,6 +196,7 @@ def test_memory_arguments_of_every_kind(store, make, read):
 @pytest.mark.parametrize("make", [cuabi.DeviceBuffer, cuabi.ManagedBuffer, cuabi.PinnedBuffer,
                                   _MyBuffer])
 def test_closed_memory_argument_raises(store, make):
+    """Closed memory passed as a pointer argument raises ClosedError."""
     k = store.get_kernel("store_mixed", "BdHip")
     out = make(32)
     out.close()
@@ -165,6 +205,7 @@ def test_closed_memory_argument_raises(store, make):
 
 
 def test_launch_after_module_unload_raises(ctx):
+    """A kernel of an unloaded module raises ClosedError naming it."""
     m = cuabi.Module.from_ptx(PTX)
     k = m.get_kernel("empty", "")
     m.close()
@@ -172,7 +213,8 @@ def test_launch_after_module_unload_raises(ctx):
         cuabi.launch(None, cuabi.LaunchConfig(1, 1), k)
 
 
-def test_config_switching_and_cooperative_path(store):
+def test_config_switching(store):
+    """Alternating configs each put their own grid, block and shared memory in the header."""
     k = store.get_kernel("launch_info", "p")
     out = cuabi.DeviceBuffer(28)
     configs = [cuabi.LaunchConfig(grid=(2, 1, 1), block=4), cuabi.LaunchConfig(grid=3, block=(8, 2), shmem=64)]
@@ -182,18 +224,42 @@ def test_config_switching_and_cooperative_path(store):
         assert struct.unpack("7I", out.to_bytes()) == cfg.grid + cfg.block + (cfg.shmem,)
 
 
-def test_one_output_getters(ctx):
+def test_cooperative_launch_goes_through_launch_kernel_ex(store):
+    """A cooperative config launches through cuLaunchKernelEx with the same geometry."""
+    k = store.get_kernel("launch_info", "p")
+    out = cuabi.DeviceBuffer(28)
+    cfg = cuabi.LaunchConfig(grid=(2, 2), block=8, cooperative=True)
+    cuabi.launch(None, cfg, k, out)
+    cuabi.Stream.legacy().sync()
+    assert struct.unpack("7I", out.to_bytes()) == cfg.grid + cfg.block + (0,)
+
+
+def test_getters_return_their_output(ctx):
+    """The one-output getters return the value, positionally or by keyword."""
     d = cuabi.driver
     assert d.cuCtxGetCurrent() == ctx.handle
-    n = d.cuDeviceGetCount()
     assert d.cuDeviceGet(ordinal=0) == d.cuDeviceGet(0) == 0
     attr = int(d.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
     assert d.cuDeviceGetAttribute(attr, 0) == d.cuDeviceGetAttribute(dev=0, attrib=attr) > 0
+
+
+def test_getter_takes_an_object_or_its_handle(ctx):
+    """A pointer-like input of a getter takes a cuabi object or its handle."""
     s = cuabi.Stream()
-    assert d.cuStreamGetPriority(s) == d.cuStreamGetPriority(s.handle)  # object or handle
+    assert cuabi.driver.cuStreamGetPriority(s) == cuabi.driver.cuStreamGetPriority(s.handle)
+
+
+def test_getter_failure_raises_its_class(ctx):
+    """A getter whose call fails raises the CUDAError of the status."""
+    d = cuabi.driver
     with pytest.raises(CUDAError) as info:
-        d.cuDeviceGet(n + 5)
+        d.cuDeviceGet(d.cuDeviceGetCount() + 5)
     assert info.value.code == 101  # CUDA_ERROR_INVALID_DEVICE
+
+
+def test_getter_argument_types_and_ranges(ctx):
+    """Getters refuse non-ints (TypeError) and out-of-range ints (OverflowError)."""
+    d = cuabi.driver
     with pytest.raises(TypeError):
         d.cuDeviceGet("0")
     with pytest.raises(TypeError):
@@ -202,6 +268,11 @@ def test_one_output_getters(ctx):
         d.cuDeviceGet(1 << 40)
     with pytest.raises(OverflowError):
         d.cuDeviceGetAttribute(-1, 0)
+
+
+def test_getter_argument_count_and_names(ctx):
+    """Getters refuse missing, extra and unknown keyword arguments."""
+    d = cuabi.driver
     with pytest.raises(TypeError):
         d.cuDeviceGet()
     with pytest.raises(TypeError):
@@ -210,10 +281,15 @@ def test_one_output_getters(ctx):
         d.cuDeviceGet(nope=0)
     with pytest.raises(TypeError):
         d.cuCtxGetCurrent(1)
-    assert d.cuDeviceGet.__doc__.splitlines()[0].startswith("cuDeviceGet(ordinal)")
+
+
+def test_getter_docstring_shows_its_signature(ctx):
+    """A getter's docstring starts with its Python signature."""
+    assert cuabi.driver.cuDeviceGet.__doc__.splitlines()[0].startswith("cuDeviceGet(ordinal)")
 
 
 def test_speedups_in_use_where_built():
+    """With the compiled tier built, the getters and cuabi.launch are its C functions."""
     if not EXPECT_SPEEDUPS:
         pytest.skip("set CUABI_TEST_EXPECT_SPEEDUPS=1 when the speedups module is built")
     import inspect
@@ -224,12 +300,11 @@ def test_speedups_in_use_where_built():
     assert str(inspect.signature(f)) == "(attrib, dev)"
     assert "Calls the driver's cuDeviceGetAttribute" in f.__doc__
     assert type(cuabi.launch).__name__ == "builtin_function_or_method"
-    assert type(cuabi.Kernel.launch).__name__ == "method_descriptor"
-    assert list(inspect.signature(cuabi.Kernel.launch).parameters) == ["self", "config", "args", "stream"]
 
 
 @pytest.mark.skipif(not hasattr(__import__("sys"), "getrefcount"), reason="needs reference counts")
 def test_no_reference_leaks(store):
+    """A thousand launches and getter calls, failing ones included, leave reference counts unchanged."""
     import sys
 
     s = cuabi.Stream()
@@ -240,13 +315,13 @@ def test_no_reference_leaks(store):
     def work():
         cuabi.driver.cuStreamGetPriority(s)
         cuabi.launch(s, cfg, k, 1, 1.0, 1, 1, out)
-        k.launch(cfg, 1, 1.0, 1, 1, out.ptr, stream=s)
+        cuabi.launch(s, cfg, k, 1, 1.0, 1, 1, out.ptr)
         with pytest.raises(TypeError):
             cuabi.launch(s, cfg, k, 1, "x", 1, 1, out)
         with pytest.raises(OverflowError):
             cuabi.driver.cuDeviceGetAttribute(-1, 0)
 
-    work()  # warm-up: caches (a launcher keeps its last config) are filled once
+    work()  # warm-up: caches (a layout keeps its last config) are filled once
     objs = (s, cfg, k, out)
     before = [sys.getrefcount(x) for x in objs]
     for _ in range(1000):

@@ -35,6 +35,7 @@ def kernels():
 
 
 def test_real_device_properties():
+    """A real device has a plausible compute capability and memory; the driver is a libcuda."""
     dev = cuabi.Device(0)
     assert dev.compute_capability >= (5, 0)
     assert dev.total_memory > (1 << 30)
@@ -43,6 +44,7 @@ def test_real_device_properties():
 
 @pytest.mark.parametrize("which", [0, 1], ids=["ptx", "cubin"])
 def test_saxpy_on_gpu(kernels, which):
+    """NVRTC-compiled SAXPY (PTX and cubin) computes the right result on the GPU."""
     k = kernels[which].get_kernel("saxpy", "fppi")
     n = 1 << 20
     x = cuabi.DeviceBuffer(4 * n)
@@ -57,6 +59,7 @@ def test_saxpy_on_gpu(kernels, which):
 
 
 def test_inferred_params_on_gpu(kernels):
+    """A kernel without a signature launches with parameters from cuFuncGetParamInfo."""
     k = kernels[0].get_kernel("saxpy")
     assert [size for _off, size in k.param_info()] == [4, 8, 8, 4]
     b = cuabi.DeviceBuffer(16)
@@ -66,12 +69,13 @@ def test_inferred_params_on_gpu(kernels):
 
 
 def test_graph_on_gpu(kernels):
+    """A captured graph replays real kernels on the GPU."""
     k = kernels[0].get_kernel("add_one", "pq")
     n = 4096
     b = cuabi.DeviceBuffer(4 * n)
     b.fill(0, width=4)
     s = cuabi.Stream()
-    with s.capture() as cap:
+    with cuabi.Graph.capture(s) as cap:
         for _ in range(10):
             cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
     ge = cap.graph.instantiate()
@@ -82,19 +86,21 @@ def test_graph_on_gpu(kernels):
 
 
 def test_events_time_real_work(kernels):
+    """Events around real work measure a positive time."""
     k = kernels[0].get_kernel("add_one", "pq")
     n = 1 << 22
     b = cuabi.DeviceBuffer(4 * n)
     s = cuabi.Stream()
-    start = cuabi.Event().record(s)
+    start = s.record(cuabi.Event())
     for _ in range(20):
         cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
-    end = cuabi.Event().record(s)
+    end = s.record(cuabi.Event())
     end.sync()
     assert end - start > 0.0
 
 
 def test_pinned_async_copy_and_pool_on_gpu():
+    """Async copies from pinned memory and pool allocations work on the GPU."""
     cuabi.Device(0).set_current()
     s = cuabi.Stream()
     p = cuabi.PinnedBuffer(1 << 20)
@@ -105,11 +111,12 @@ def test_pinned_async_copy_and_pool_on_gpu():
     q = cuabi.PinnedBuffer(1 << 20)
     d.copy_to(q, stream=s)
     s.sync()
-    assert q.tobytes() == p.tobytes()
+    assert q.to_bytes() == p.to_bytes()
     d.close()
 
 
 def test_torch_interop(kernels):
+    """Memory goes to PyTorch and back through DLPack and __cuda_array_interface__."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("PyTorch without CUDA")
@@ -119,7 +126,7 @@ def test_torch_interop(kernels):
     t = torch.arange(1024, dtype=torch.float32, device="cuda")
     ts = torch.cuda.current_stream()
     cuabi.launch(ts.cuda_stream, cuabi.LaunchConfig(4, 256), k, t, t.numel())
-    ts.synchronize()
+    ts.sync()
     assert torch.equal(t.cpu(), torch.arange(1024, dtype=torch.float32) + 1)
     # a cuabi buffer seen by torch through DLPack, computed on both sides
     b = cuabi.DeviceBuffer(4 * 1024)
@@ -138,6 +145,7 @@ def test_torch_interop(kernels):
 
 
 def test_cupy_interop(kernels):
+    """Memory goes to CuPy and back through DLPack and __cuda_array_interface__."""
     cp = pytest.importorskip("cupy")
     cuabi.Device(0).set_current()
     k = kernels[0].get_kernel("add_one", "pq")

@@ -22,55 +22,95 @@ def saxpy(ctx):
     m.close()
 
 
-def test_capture_instantiate_replay(saxpy):
-    n = 256
-    s = cuabi.Stream()
+def _saxpy_buffers(n, x_value=1.0):
     x = cuabi.DeviceBuffer(4 * n)
     y = cuabi.DeviceBuffer(4 * n)
-    x.copy_from(struct.pack("%df" % n, *([1.0] * n)))
+    x.copy_from(struct.pack("%df" % n, *([x_value] * n)))
     y.fill(0, width=4)
+    return x, y
+
+
+N = 256
+
+
+@pytest.fixture
+def captured(saxpy):
+    """Two SAXPY launches (a = 1, then 2) captured from a stream: (stream, graph, y)."""
+    s = cuabi.Stream()
+    x, y = _saxpy_buffers(N)
     cfg = cuabi.LaunchConfig(grid=2, block=128)
-    with s.capture() as cap:
-        cuabi.launch(s, cfg, saxpy, 1.0, x, y, n)
-        cuabi.launch(s, cfg, saxpy, 2.0, x, y, n)
-    g = cap.graph
+    with cuabi.Graph.capture(s) as cap:
+        cuabi.launch(s, cfg, saxpy, 1.0, x, y, N)
+        cuabi.launch(s, cfg, saxpy, 2.0, x, y, N)
+    yield s, cap.graph, y
+    x.close()  # the graph reads x: it stays allocated until here
+
+
+def test_capture_records_without_running(captured):
+    """Work launched inside Graph.capture() becomes graph nodes and does not run."""
+    _s, g, y = captured
     assert isinstance(g, cuabi.Graph) and g.node_count == 2
-    assert struct.unpack("%df" % n, y.to_bytes()) == (0.0,) * n  # captured, not run
+    assert struct.unpack("%df" % N, y.to_bytes()) == (0.0,) * N
+
+
+def test_instantiated_graph_replays(captured):
+    """An instantiated graph launched three times runs its work three times."""
+    s, g, y = captured
     ge = g.instantiate()
     for _ in range(3):
         ge.launch(s)
     s.sync()
-    assert struct.unpack("%df" % n, y.to_bytes()) == (9.0,) * n
+    assert struct.unpack("%df" % N, y.to_bytes()) == (9.0,) * N
+
+
+def test_closed_graphs_refuse_use(saxpy):
+    """A closed GraphExec cannot launch (closing twice is fine), a closed Graph cannot instantiate."""
+    s = cuabi.Stream()
+    with cuabi.Graph.capture(s) as cap:
+        b = cuabi.DeviceBuffer(16)
+        cuabi.launch(s, cuabi.LaunchConfig(1, 4), saxpy, 1.0, b, b, 4)
+    ge = cap.graph.instantiate()
     ge.close()
     ge.close()
     with pytest.raises(ClosedError):
         ge.launch(s)
-    g.close()
+    cap.graph.close()
     with pytest.raises(ClosedError):
-        g.instantiate()
+        cap.graph.instantiate()
 
 
 def test_capture_with_begin_end(saxpy):
+    """Graph.begin_capture/end_capture capture like the context manager, in any mode."""
     s = cuabi.Stream()
     b = cuabi.DeviceBuffer(16)
-    s.begin_capture("thread_local")
+    cuabi.Graph.begin_capture(s, "thread_local")
     cuabi.launch(s, cuabi.LaunchConfig(1, 4), saxpy, 1.0, b, b, 4)
-    g = s.end_capture()
+    g = cuabi.Graph.end_capture(s)
     assert g.node_count == 1
+
+
+def test_capture_arguments_are_checked(saxpy):
+    """An unknown capture mode is a ValueError, a non-stream a TypeError."""
+    s = cuabi.Stream()
     with pytest.raises(ValueError):
-        s.begin_capture("sometimes")
+        cuabi.Graph.begin_capture(s, "sometimes")
+    with pytest.raises(ValueError):
+        cuabi.Graph.capture(s, "sometimes")
+    with pytest.raises(TypeError):
+        cuabi.Graph.begin_capture(0)
     with pytest.raises(TypeError):
         cuabi.GraphExec("graph")
 
 
 def test_capture_body_error_discards_graph(saxpy, fake):
+    """An exception inside a capture ends it, frees the graph and leaves the stream usable."""
     s = cuabi.Stream()
     before = fake.live_objects("graphs")
     with pytest.raises(RuntimeError, match="boom"):
-        with s.capture():
+        with cuabi.Graph.capture(s):
             raise RuntimeError("boom")
     assert fake.live_objects("graphs") == before
-    assert s.query()  # the stream is usable again
+    assert s.query()
 
 
 def _dependencies(node):
@@ -102,36 +142,41 @@ def test_empty_graph_and_nodes(ctx):
     g.instantiate().launch()  # nothing to do, but it runs
 
 
-def test_update(saxpy):
-    """An executable graph takes a same-shaped graph's parameters; other shapes are refused by result."""
+def test_update_with_the_same_topology(saxpy):
+    """update() gives an executable graph the parameters of another graph of the same shape."""
     needs("cuGraphExecUpdate")
     s = cuabi.Stream()
     n = 64
-    x = cuabi.DeviceBuffer(4 * n)
-    y = cuabi.DeviceBuffer(4 * n)
-    x.copy_from(struct.pack("%df" % n, *([1.0] * n)))
-    y.fill(0, width=4)
+    x, y = _saxpy_buffers(n)
     cfg = cuabi.LaunchConfig(1, n)
-    with s.capture() as c1:
+    with cuabi.Graph.capture(s) as c1:
         cuabi.launch(s, cfg, saxpy, 1.0, x, y, n)
-    with s.capture() as c2:
+    with cuabi.Graph.capture(s) as c2:
         cuabi.launch(s, cfg, saxpy, 5.0, x, y, n)
     ge = c1.graph.instantiate()
     ge.update(c2.graph)
     ge.launch(s)
     s.sync()
     assert struct.unpack("%df" % n, y.to_bytes()) == (5.0,) * n
-    g3 = cuabi.Graph()
+
+
+def test_update_with_another_topology_fails(saxpy):
+    """update() to a graph of another shape raises with the update result and changes nothing; a non-graph is a TypeError."""
+    needs("cuGraphExecUpdate")
+    s = cuabi.Stream()
+    b = cuabi.DeviceBuffer(16)
+    with cuabi.Graph.capture(s) as cap:
+        cuabi.launch(s, cuabi.LaunchConfig(1, 4), saxpy, 1.0, b, b, 4)
+    ge = cap.graph.instantiate()
     with pytest.raises(CUDAError) as ei:
-        ge.update(g3)  # different topology
+        ge.update(cuabi.Graph())  # another topology
     assert ei.value.code == d.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
     assert ei.value.update_result == d.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED
     with pytest.raises(CUDAError) as ei:
-        ge.update(_one_empty_node())  # same count, another node type
+        ge.update(_one_empty_node())  # as many nodes, of another type
     assert ei.value.update_result == d.CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED
     ge.launch(s)  # refused updates left it as it was
     s.sync()
-    assert struct.unpack("%df" % n, y.to_bytes()) == (10.0,) * n
     with pytest.raises(TypeError):
         ge.update("graph")
 

@@ -8,15 +8,16 @@ import pytest
 from conftest import LIBCUABI, PYDIR, run_json, run_py
 
 import cuabi
-from cuabi import _libload
+from cuabi import _backend
 
 
 def test_import_loads_nothing():
+    """`import cuabi` imports neither cffi, ctypes nor any cuabi submodule."""
     data = run_json("""
         import sys, json
         import cuabi
-        heavy = [m for m in ("cffi", "_cffi_backend", "ctypes", "cuabi.driver", "cuabi._core",
-                             "cuabi._tables", "cuabi._libload") if m in sys.modules]
+        heavy = [m for m in ("cffi", "_cffi_backend", "ctypes", "cuabi.driver", "cuabi._device",
+                             "cuabi._tables", "cuabi._backend") if m in sys.modules]
         print(json.dumps(heavy))
     """)
     assert data == []
@@ -24,6 +25,7 @@ def test_import_loads_nothing():
 
 @pytest.mark.skipif(sys.implementation.name != "cpython", reason="the 15 ms target is for CPython")
 def test_import_time_under_15ms():
+    """`import cuabi` takes under 15 ms (best of five fresh interpreters)."""
     # best of several fresh interpreters, measuring only `import cuabi`
     times = []
     for _ in range(5):
@@ -38,6 +40,7 @@ def test_import_time_under_15ms():
 
 
 def test_version_matches_packaging():
+    """cuabi.__version__, pyproject.toml, the build backend and libcuabi agree."""
     import re
 
     with open(os.path.join(os.path.dirname(PYDIR), "pyproject.toml")) as f:
@@ -51,13 +54,15 @@ def test_version_matches_packaging():
 
 
 def test_lazy_attributes_and_dir():
+    """Public names resolve on first access and are listed by dir(); others raise."""
     assert "Device" in dir(cuabi)
-    assert cuabi.Device is cuabi._core.Device
+    assert cuabi.Device is cuabi._device.Device
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         cuabi.nope  # noqa: B018
 
 
 def test_backend_in_use_matches_request():
+    """The backend in use is the one CUABI_PY_BACKEND asks for, on the library found."""
     wanted = os.environ.get("CUABI_PY_BACKEND")
     name = cuabi.backend_name()
     if wanted == "ctypes":
@@ -71,6 +76,7 @@ def test_backend_in_use_matches_request():
 
 @pytest.mark.parametrize("backend", ["cffi", "ctypes"])
 def test_forced_backend(backend):
+    """CUABI_PY_BACKEND=cffi|ctypes selects that backend in a fresh process."""
     data = run_json("""
         import json, cuabi
         print(json.dumps([cuabi.backend_name(), cuabi.driver.cuDriverGetVersion()]))
@@ -80,6 +86,7 @@ def test_forced_backend(backend):
 
 
 def test_bad_backend_value_is_a_clear_error():
+    """An unknown CUABI_PY_BACKEND raises ConfigurationError listing the choices."""
     rc, out, err = run_py("""
         import cuabi
         try:
@@ -92,6 +99,7 @@ def test_bad_backend_value_is_a_clear_error():
 
 
 def test_auto_falls_back_to_ctypes_without_cffi():
+    """Without cffi's module the automatic choice is ctypes."""
     data = run_json("""
         import sys, json
         sys.modules["cuabi._cuabi_cffi"] = None     # as if cffi's module were not built
@@ -103,6 +111,7 @@ def test_auto_falls_back_to_ctypes_without_cffi():
 
 
 def test_forced_cffi_unavailable_says_so():
+    """CUABI_PY_BACKEND=cffi without cffi's module raises ImportError saying so."""
     rc, out, err = run_py("""
         import sys
         sys.modules["cuabi._cuabi_cffi"] = None
@@ -117,6 +126,7 @@ def test_forced_cffi_unavailable_says_so():
 
 
 def test_library_not_found_lists_candidates():
+    """LibraryNotFoundError lists every place searched for libcuabi."""
     rc, out, err = run_py("""
         import cuabi
         try:
@@ -132,6 +142,7 @@ def test_library_not_found_lists_candidates():
 
 
 def test_relative_library_path_refused():
+    """A relative CUABI_LIBRARY is refused with the reason."""
     rc, out, err = run_py("""
         import cuabi
         try:
@@ -143,5 +154,6 @@ def test_relative_library_path_refused():
 
 
 def test_candidates_order():
-    kinds = [k for k, _p in _libload.candidates()]
+    """libcuabi is searched next to the package, then CUABI_LIBRARY, then the system loader."""
+    kinds = [k for k, _p in _backend.candidates()]
     assert kinds == ["next to the package", "CUABI_LIBRARY", "system loader"]

@@ -47,6 +47,7 @@ def _cycle(fn, fake, kinds=()):
 
 
 def test_device_buffer_alloc_free(ctx, fake):
+    """Allocating and closing device buffers leaks neither driver memory nor RSS."""
     def one():
         b = cuabi.DeviceBuffer(256)
         b.close()
@@ -54,6 +55,7 @@ def test_device_buffer_alloc_free(ctx, fake):
 
 
 def test_device_buffer_freed_by_gc(ctx, fake):
+    """Device buffers left to the garbage collector are all freed."""
     if sys.implementation.name == "cpython":
         def one():
             cuabi.DeviceBuffer(64)
@@ -72,6 +74,7 @@ def test_device_buffer_freed_by_gc(ctx, fake):
 
 
 def test_stream_ordered_alloc_free(ctx, fake):
+    """Stream-ordered allocations closed on their stream leak nothing."""
     s = cuabi.Stream()
 
     def one():
@@ -81,6 +84,7 @@ def test_stream_ordered_alloc_free(ctx, fake):
 
 
 def test_raw_driver_alloc_free(ctx, fake):
+    """cuMemAlloc/cuMemFree through cuabi.driver leak nothing."""
     from cuabi import driver as d
 
     def one():
@@ -89,15 +93,17 @@ def test_raw_driver_alloc_free(ctx, fake):
 
 
 def test_stream_and_event_create_destroy(ctx, fake):
+    """Creating, recording and closing streams and events leaks nothing."""
     def one():
         with cuabi.Stream() as s:
             e = cuabi.Event(timing=False)
-            e.record(s)
+            s.record(e)
             e.close()
     _cycle(one, fake, kinds=("streams", "events"))
 
 
 def test_pinned_alloc_free(ctx, fake):
+    """Pinned buffers with a host view, closed, leak nothing."""
     def one():
         p = cuabi.PinnedBuffer(64)
         p.memoryview()[0] = 1
@@ -106,6 +112,7 @@ def test_pinned_alloc_free(ctx, fake):
 
 
 def test_launch_has_no_growth(ctx, fake):
+    """Repeated launches leave memory and driver objects unchanged."""
     import os
 
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernels.ptx")) as f:

@@ -12,20 +12,36 @@ from cuabi.errors import ClosedError, CUDAError
 
 
 def test_device_buffer_roundtrip(ctx):
+    """Bytes copied into a device buffer come back out, to bytes or into a host buffer."""
     b = cuabi.DeviceBuffer(1024)
-    assert b.size == b.nbytes == len(b) == 1024 and b.ptr
+    assert b.size == len(b) == 1024 and b.ptr
     data = bytes(range(256)) * 4
     b.copy_from(data)
     assert b.to_bytes() == data
     out = bytearray(1024)
     b.copy_to(out)
     assert out == data
-    a = array.array("f", [1.0, 2.0, 3.0])
-    b.copy_from(a)
+
+
+def test_copy_from_a_typed_host_array(ctx):
+    """copy_from() takes any buffer-protocol object, such as an array of floats."""
+    b = cuabi.DeviceBuffer(16)
+    b.copy_from(array.array("f", [1.0, 2.0, 3.0]))
     assert struct.unpack("3f", b.to_bytes()[:12]) == (1.0, 2.0, 3.0)
-    c = cuabi.DeviceBuffer(1024)
-    c.copy_from(b)  # device to device
+
+
+def test_device_to_device_copy(ctx):
+    """copy_from() another device buffer copies on the device."""
+    b = cuabi.DeviceBuffer(64)
+    b.copy_from(bytes(range(64)))
+    c = cuabi.DeviceBuffer(64)
+    c.copy_from(b)
     assert c.to_bytes() == b.to_bytes()
+
+
+def test_closed_buffer_refuses_copies(ctx):
+    """A closed buffer (closing twice is fine) cannot be read or copied from."""
+    b, c = cuabi.DeviceBuffer(16), cuabi.DeviceBuffer(16)
     b.close()
     b.close()
     with pytest.raises(ClosedError):
@@ -35,6 +51,7 @@ def test_device_buffer_roundtrip(ctx):
 
 
 def test_fill_widths(ctx):
+    """fill() sets 1-, 2- and 4-byte elements, all of them or count of them."""
     b = cuabi.DeviceBuffer(16)
     b.fill(0xAB)
     assert b.to_bytes() == b"\xab" * 16
@@ -42,12 +59,22 @@ def test_fill_widths(ctx):
     assert struct.unpack("8H", b.to_bytes()) == (0x1234,) * 8
     b.fill(0xDEADBEEF, width=4, count=2)
     assert struct.unpack("4I", b.to_bytes())[:2] == (0xDEADBEEF,) * 2
+
+
+def test_fill_on_a_stream(ctx):
+    """fill(stream=) queues the memset on the stream, in order."""
+    b = cuabi.DeviceBuffer(16)
     s = cuabi.Stream()
     b.fill(0, stream=s)
     b.fill(7, width=2, stream=s)
     b.fill(9, width=4, stream=s)
     s.sync()
     assert struct.unpack("4I", b.to_bytes()) == (9,) * 4
+
+
+def test_fill_arguments_are_checked(ctx):
+    """fill() refuses values too wide, odd widths, floats, counts past the end and partial elements."""
+    b = cuabi.DeviceBuffer(16)
     with pytest.raises(ValueError):
         b.fill(256)
     with pytest.raises(ValueError):
@@ -56,12 +83,12 @@ def test_fill_widths(ctx):
         b.fill(1.0)
     with pytest.raises(ValueError):
         b.fill(1, width=4, count=5)
-    odd = cuabi.DeviceBuffer(3)
     with pytest.raises(ValueError):
-        odd.fill(1, width=2)
+        cuabi.DeviceBuffer(3).fill(1, width=2)
 
 
-def test_async_copies_and_stream_ordered_allocation(ctx):
+def test_async_copies_on_a_stream_ordered_buffer(ctx):
+    """A stream-ordered buffer knows its stream; async copies in and out follow it."""
     s = cuabi.Stream()
     b = cuabi.DeviceBuffer(64, stream=s)
     assert b.stream is s
@@ -71,79 +98,133 @@ def test_async_copies_and_stream_ordered_allocation(ctx):
     s.sync()
     assert out == b"x" * 64
     assert b.to_bytes(stream=s) == b"x" * 64
+
+
+def test_async_device_to_device_copy(ctx):
+    """cuabi.copy(stream=) between device buffers copies on the stream."""
+    s = cuabi.Stream()
+    b = cuabi.DeviceBuffer(64, stream=s)
+    b.copy_from(b"y" * 64, stream=s)
     c = cuabi.DeviceBuffer(64, stream=s)
     cuabi.copy(c, b, stream=s)
     s.sync()
-    assert c.to_bytes() == b"x" * 64
-    b.close(stream=cuabi.Stream())
-    c.close()
-    assert b.closed and c.closed
+    assert c.to_bytes() == b"y" * 64
+
+
+def test_stream_ordered_buffer_closes_on_another_stream(ctx, fake):
+    """close(stream=) frees a stream-ordered buffer on the stream given."""
+    s, other = cuabi.Stream(), cuabi.Stream()
+    before = fake.live_allocations()
+    b = cuabi.DeviceBuffer(64, stream=s)
+    b.close(stream=other)
+    other.sync()
+    assert b.closed and fake.live_allocations() == before
+
+
+def test_close_with_a_stream_needs_a_stream_ordered_buffer(ctx):
+    """close(stream=) of a cuMemAlloc buffer is a ValueError, and frees nothing."""
+    s = cuabi.Stream()
     sync = cuabi.DeviceBuffer(16)
     with pytest.raises(ValueError, match="stream-ordered"):
         sync.close(stream=s)
-    d = cuabi.DeviceBuffer(16, stream=s)
+    assert not sync.closed
+
+
+def test_close_refuses_a_bad_stream_before_freeing(ctx):
+    """close(stream=) with something that is no stream raises and keeps the buffer."""
+    d = cuabi.DeviceBuffer(16, stream=cuabi.Stream())
     with pytest.raises(TypeError):
         d.close(stream="s")
-    assert not sync.closed and not d.closed
-    sync.close()
-    d.close()
+    assert not d.closed
 
 
-def test_copy_errors(ctx):
+def test_copy_size_errors(ctx):
+    """Copies larger than either side, or of mismatched sizes without nbytes, are refused."""
     b = cuabi.DeviceBuffer(8)
     with pytest.raises(ValueError):
-        b.copy_from(b"123456789")  # too big
+        b.copy_from(b"123456789")
     with pytest.raises(ValueError, match="size mismatch"):
         cuabi.copy(bytearray(4), b)
+    with pytest.raises(ValueError):
+        cuabi.copy(b, bytearray(8), nbytes=9)
+    cuabi.copy(b, b"", nbytes=0)  # nothing to copy is fine
+
+
+def test_copy_kind_errors(ctx):
+    """Copies into read-only memory, from non-buffers, host to host or from strided views are refused."""
+    b = cuabi.DeviceBuffer(8)
     with pytest.raises(TypeError, match="read-only"):
         b.copy_to(b"12345678")
     with pytest.raises(TypeError):
         b.copy_from(12345)
     with pytest.raises(TypeError):
-        cuabi.copy(bytearray(8), b"12345678")  # host to host
-    with pytest.raises(ValueError):
-        cuabi.copy(b, bytearray(8), nbytes=9)
+        cuabi.copy(bytearray(8), b"12345678")
     with pytest.raises(ValueError):
         b.copy_from(memoryview(bytearray(16))[::2])
-    cuabi.copy(b, b"", nbytes=0)
 
 
 def test_allocation_arguments(ctx):
+    """DeviceBuffer() refuses a float size, a negative size and a pool that is not one."""
     with pytest.raises(TypeError):
         cuabi.DeviceBuffer(1.5)
     with pytest.raises(ValueError):
         cuabi.DeviceBuffer(-1)
     with pytest.raises(TypeError):
         cuabi.DeviceBuffer(8, pool=object())
+
+
+def test_empty_buffer(ctx):
+    """A zero-byte buffer exists, reads as b"" and closes."""
     z = cuabi.DeviceBuffer(0)
     assert z.size == 0 and z.to_bytes() == b""
     z.close()
+
+
+def test_allocation_failure_raises(ctx):
+    """Asking for more memory than the device has raises CUDAError."""
     with pytest.raises(CUDAError):
-        cuabi.DeviceBuffer(1 << 62)  # more than the device has
+        cuabi.DeviceBuffer(1 << 62)
 
 
-def test_pinned_buffer(ctx):
+def test_pinned_buffer_host_access(ctx):
+    """A pinned buffer is indexable host memory with one writable view and an array interface."""
     p = cuabi.PinnedBuffer(32, portable=True)
     assert p.size == len(p) == 32 and p.ptr
     mv = p.memoryview()
     assert mv is p.memoryview() and not mv.readonly and mv.nbytes == 32
     p[0:4] = b"abcd"
-    assert p[0:4] == b"abcd" and p.tobytes()[:4] == b"abcd"
+    assert p[0:4] == b"abcd" and p.to_bytes()[:4] == b"abcd"
     assert p.__array_interface__["data"][0] == p.ptr
+
+
+def test_pinned_buffer_copies(ctx):
+    """Pinned buffers copy to and from device memory, also asynchronously."""
+    p = cuabi.PinnedBuffer(32)
+    p[0:4] = b"abcd"
     b = cuabi.DeviceBuffer(32)
     b.copy_from(p)
     q = cuabi.PinnedBuffer(32)
     b.copy_to(q)
-    assert q.tobytes() == p.tobytes()
+    assert q.to_bytes() == p.to_bytes()
     s = cuabi.Stream()
     b.copy_to(q, stream=s)
     s.sync()
+
+
+def test_pinned_buffer_close_releases_its_view(ctx):
+    """Closing a pinned buffer (twice is fine) releases its view; it then refuses a new one."""
+    p = cuabi.PinnedBuffer(32)
+    mv = p.memoryview()
     p.close()
     p.close()
     with pytest.raises(ValueError):
-        mv[0]  # the view was released with the memory  # noqa: B018
+        mv[0]  # noqa: B018
     with pytest.raises(ClosedError):
         p.memoryview()
+
+
+def test_pinned_buffer_must_not_be_empty(ctx):
+    """PinnedBuffer(0) is a ValueError."""
     with pytest.raises(ValueError):
         cuabi.PinnedBuffer(0)
 
@@ -151,6 +232,7 @@ def test_pinned_buffer(ctx):
 @pytest.mark.skipif(sys.implementation.name != "cpython",
                     reason="PyPy's memoryview.release() does not track exports")
 def test_pinned_buffer_refuses_close_while_exported(ctx):
+    """close() raises BufferError while another object holds an export of the view."""
     p = cuabi.PinnedBuffer(16)
     mv = p.memoryview()
     import pickle
@@ -164,7 +246,8 @@ def test_pinned_buffer_refuses_close_while_exported(ctx):
     assert p.closed
 
 
-def test_managed_buffer(ctx):
+def test_managed_buffer_is_host_and_device_memory(ctx):
+    """A managed buffer is written from the host and read as device memory."""
     m = cuabi.ManagedBuffer(16)
     m[0:3] = b"xyz"
     assert bytes(m.memoryview()[:3]) == b"xyz"
@@ -173,10 +256,15 @@ def test_managed_buffer(ctx):
     d.copy_from(m)
     assert d.to_bytes()[:3] == b"xyz"
     assert m.__cuda_array_interface__["data"][0] == m.ptr
+
+
+def test_managed_buffer_arguments_and_close(ctx):
+    """ManagedBuffer() refuses an unknown attach mode and size 0; closed, it refuses its view."""
     with pytest.raises(ValueError):
         cuabi.ManagedBuffer(16, attach="nowhere")
     with pytest.raises(ValueError):
         cuabi.ManagedBuffer(0)
+    m = cuabi.ManagedBuffer(16)
     m.close()
     with pytest.raises(ClosedError):
         m.memoryview()
@@ -212,12 +300,18 @@ def test_managed_prefetch(ctx):
     assert ei.value.code == d.CUDA_ERROR_INVALID_VALUE  # not managed memory
 
 
-def test_memory_pools(ctx):
-    s = cuabi.Stream()
+def test_memory_pool_release_threshold(ctx):
+    """A pool's release threshold is set at creation and can be changed."""
     with cuabi.MemoryPool(release_threshold=1 << 20) as pool:
         assert pool.release_threshold == 1 << 20
         pool.release_threshold = 0
         assert pool.release_threshold == 0
+
+
+def test_memory_pool_allocates_stream_ordered_buffers(ctx):
+    """pool.allocate() gives a stream-ordered DeviceBuffer that the pool's counters see."""
+    s = cuabi.Stream()
+    with cuabi.MemoryPool() as pool:
         b = pool.allocate(4096, s)
         assert isinstance(b, cuabi.DeviceBuffer) and b.stream is s
         b.copy_from(b"\1" * 4096, stream=s)
@@ -226,22 +320,39 @@ def test_memory_pools(ctx):
         b.close()
         s.sync()
         pool.trim(0)
+
+
+def test_memory_pool_arguments_are_checked(ctx):
+    """trim() refuses a negative size, the threshold a non-int."""
+    with cuabi.MemoryPool() as pool:
         with pytest.raises(ValueError):
             pool.trim(-1)
         with pytest.raises(TypeError):
             pool.release_threshold = "big"
+
+
+def test_closed_pool_refuses_allocations(ctx):
+    """A pool closed by its with block cannot allocate."""
+    with cuabi.MemoryPool() as pool:
+        pass
     assert pool.closed
     with pytest.raises(ClosedError):
-        pool.allocate(16, s)
+        pool.allocate(16, cuabi.Stream())
+
+
+def test_default_pool_is_never_destroyed(ctx):
+    """The device's default pool allocates; closing cuabi's wrapper leaves the pool in place."""
+    s = cuabi.Stream()
     default = cuabi.MemoryPool.default()
     b = cuabi.DeviceBuffer(128, stream=s, pool=default)
     b.close()
-    default.close()  # never destroys the device's default pool
+    default.close()
     b2 = cuabi.MemoryPool.default().allocate(64, s)
     b2.close()
 
 
 def test_buffer_outliving_its_context():
+    """Buffers and views of a closed context are closed too; closing them again is harmless."""
     dev = cuabi.Device(0)
     ctx = dev.set_current()
     b = cuabi.DeviceBuffer(64)
@@ -251,4 +362,4 @@ def test_buffer_outliving_its_context():
     assert b.closed and p.closed
     with pytest.raises(ClosedError):
         v.ptr  # noqa: B018
-    b.close()  # harmless
+    b.close()

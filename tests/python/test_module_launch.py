@@ -35,15 +35,17 @@ def _saxpy_check(kernel, launcher, n=1000):
 
 
 def test_end_to_end_saxpy_from_ptx(module):
+    """SAXPY from PTX with a signature computes y = a*x + y."""
     k = module.get_kernel("saxpy", "f p p i")
     assert k.params is not None and k.name == "saxpy" and k.handle
     _saxpy_check(k, cuabi.launch)
 
 
-def test_kernel_launch_method_and_param_spellings(module):
+def test_param_spellings(module):
+    """Letters, comma-separated names and a list of names give the same launch."""
     for spec in ("fppi", "float32, ptr, ptr, int32", ["float", "pointer", "pointer", "int"]):
         k = module.get_kernel("saxpy", spec)
-        _saxpy_check(k, lambda s, cfg, k, *a: k.launch(cfg, *a, stream=s), n=64)
+        _saxpy_check(k, cuabi.launch, n=64)
 
 
 def test_inferred_parameters(module):
@@ -59,6 +61,7 @@ def test_inferred_parameters(module):
 
 
 def test_exact_scalar_arguments(module):
+    """Scalars of each width arrive in the kernel with their exact bits."""
     k = module.get_kernel("store_mixed", "B d H i p")
     out = cuabi.DeviceBuffer(32)
     cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, 200, -2.5, 65000, -7, out)
@@ -69,6 +72,7 @@ def test_exact_scalar_arguments(module):
 
 
 def test_launch_geometry(module):
+    """The kernel sees the grid, block and shared memory of the config."""
     k = module.get_kernel("launch_info", "p")
     out = cuabi.DeviceBuffer(28)
     cfg = cuabi.LaunchConfig(grid=(3, 2, 1), block=(32, 2), shmem=256)
@@ -79,6 +83,7 @@ def test_launch_geometry(module):
 
 
 def test_cluster_launch(module):
+    """A cluster config launches through cuLaunchKernelEx with its geometry."""
     needs("cuLaunchKernelEx")
     dev = cuabi.Device(0)
     if dev.compute_capability < (9, 0):
@@ -91,6 +96,7 @@ def test_cluster_launch(module):
 
 
 def test_pointer_argument_kinds(module):
+    """Pointer arguments take buffers, ints, arrays, __cuda_array_interface__ and data_ptr() objects."""
     k = module.get_kernel("launch_info", "p")
     buf = cuabi.DeviceBuffer(28)
 
@@ -108,11 +114,17 @@ def test_pointer_argument_kinds(module):
         cuabi.launch(None, cfg, k, arg)
         cuabi.Stream.legacy().sync()
         assert struct.unpack("7I", buf.to_bytes())[0] == 1
+
+
+def test_pointer_argument_refuses_a_str(module):
+    """A str is no pointer argument."""
+    k = module.get_kernel("launch_info", "p")
     with pytest.raises(TypeError, match="pointer kernel argument"):
-        cuabi.launch(None, cfg, k, "not memory")
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, "not memory")
 
 
 def test_launch_argument_errors(module):
+    """Wrong count, bad values, a non-config, a non-kernel or a non-stream are TypeErrors."""
     k = module.get_kernel("saxpy", "fppi")
     cfg = cuabi.LaunchConfig(1, 32)
     b = cuabi.DeviceBuffer(128)
@@ -128,37 +140,60 @@ def test_launch_argument_errors(module):
         cuabi.launch(None, cfg, "saxpy", 1.0, b, b, 4)
     with pytest.raises(TypeError):
         cuabi.launch("stream", cfg, k, 1.0, b, b, 4)
-    with pytest.raises(TypeError, match="takes 4 arguments"):
-        k.launch(cfg, 1.0)
-    # still usable after the errors, with configs alternating
-    other = cuabi.LaunchConfig(1, 4)
+
+
+def test_launch_after_errors_with_alternating_configs(module):
+    """After refused launches, a kernel launches with configs alternating."""
+    k = module.get_kernel("saxpy", "fppi")
+    cfg, other = cuabi.LaunchConfig(1, 32), cuabi.LaunchConfig(1, 4)
+    b = cuabi.DeviceBuffer(128)
+    with pytest.raises(TypeError):
+        cuabi.launch(None, cfg, k, 1.0, b, b)
     for c in (cfg, other, cfg):
         cuabi.launch(None, c, k, 1.0, b, b, 4)
 
 
-def test_launch_config_validation():
-    for bad in (dict(grid=0), dict(block=(1, 2, 3, 4)), dict(grid="1"), dict(shmem=-1),
-                dict(grid=3, cluster=2), dict(block=1.5)):
-        with pytest.raises((TypeError, ValueError)):
-            cuabi.LaunchConfig(**bad)
+@pytest.mark.parametrize("bad", [dict(grid=0), dict(block=(1, 2, 3, 4)), dict(grid="1"), dict(shmem=-1),
+                                 dict(grid=3, cluster=2), dict(block=1.5)])
+def test_launch_config_validation(bad):
+    """LaunchConfig refuses zero or too many dimensions, non-ints, negative shmem and ragged clusters."""
+    with pytest.raises((TypeError, ValueError)):
+        cuabi.LaunchConfig(**bad)
+
+
+def test_launch_config_normalises_dimensions():
+    """Grid, block and cluster become 3-tuples; the repr says cooperative."""
     cfg = cuabi.LaunchConfig(grid=[4, 2], block=64, cluster=(2, 1), cooperative=True)
     assert cfg.grid == (4, 2, 1) and cfg.block == (64, 1, 1) and cfg.cluster == (2, 1, 1)
     assert "cooperative" in repr(cfg)
+
+
+def test_launch_config_is_immutable():
+    """Setting an attribute of a LaunchConfig raises AttributeError."""
+    cfg = cuabi.LaunchConfig(1, 1)
     with pytest.raises(AttributeError):
         cfg.grid = (1, 1, 1)
 
 
 def test_parse_params():
-    from cuabi._module import parse_params
+    """Letters parse to struct codes; (size, alignment) to a struct parameter."""
+    from cuabi._kernel_args import parse_params
 
     assert [p[0] for p in parse_params("pfid")] == ["Q", "f", "i", "d"]
     assert parse_params([(16, 8)])[0] == ("16s", 16, 8, False)
-    for bad in ("x", ["nope"], [(3, 3)], [(0, 1)], 5):
-        with pytest.raises((TypeError, ValueError)):
-            parse_params(bad)
+
+
+@pytest.mark.parametrize("bad", ["x", ["nope"], [(3, 3)], [(0, 1)], 5])
+def test_parse_params_refuses(bad):
+    """Unknown letters and names, bad struct sizes or alignments, and non-sequences are refused."""
+    from cuabi._kernel_args import parse_params
+
+    with pytest.raises((TypeError, ValueError)):
+        parse_params(bad)
 
 
 def test_struct_parameter_by_value(module):
+    """Struct parameters given as bytes of their size arrive as those bytes."""
     # store_mixed's first two parameters as raw bytes: a 1-byte and an 8-byte "struct"
     k = module.get_kernel("store_mixed", [(1, 1), (8, 8), "H", "i", "p"])
     out = cuabi.DeviceBuffer(32)
@@ -167,19 +202,32 @@ def test_struct_parameter_by_value(module):
     assert struct.unpack("4Q", out.to_bytes())[:3] == (5, struct.unpack("Q", struct.pack("d", 1.0))[0], 1)
 
 
-def test_module_sources_and_errors(ctx, tmp_path):
+def test_module_from_file(ctx, tmp_path):
+    """Module.from_file() loads a .ptx file and its kernels."""
     p = tmp_path / "k.ptx"
     p.write_text(PTX)
     m = cuabi.Module.from_file(p)
     assert m.get_kernel("empty")
+    m.close()
+
+
+def test_missing_kernel_raises_not_found(module):
+    """get_kernel() of a name the module lacks raises CUDA_ERROR_NOT_FOUND; an empty name TypeError."""
     with pytest.raises(CUDAError) as ei:
-        m.get_kernel("no_such_kernel")
+        module.get_kernel("no_such_kernel")
     assert ei.value.name == "CUDA_ERROR_NOT_FOUND"
     with pytest.raises(TypeError):
-        m.get_kernel("")
-    m.close()
+        module.get_kernel("")
+
+
+def test_bad_ptx_raises(ctx):
+    """PTX the JIT rejects raises CUDAError."""
     with pytest.raises(CUDAError):
         cuabi.Module.from_ptx(".version 7.0\n.target sm_75\n.address_size 64\n this is not ptx")
+
+
+def test_module_image_types(ctx):
+    """A cubin must be bytes, an image must not be empty, and must be bytes or str."""
     with pytest.raises(TypeError):
         cuabi.Module.from_cubin("text is not a cubin")
     with pytest.raises(ValueError):
@@ -189,6 +237,7 @@ def test_module_sources_and_errors(ctx, tmp_path):
 
 
 def test_get_global(ctx):
+    """get_global() gives a __device__ variable's address and size."""
     src = PTX + "\n.visible .global .align 4 .u32 counter[4];\n"
     try:
         m = cuabi.Module.from_ptx(src)
@@ -200,6 +249,7 @@ def test_get_global(ctx):
 
 
 def test_unloaded_module_closes_kernels(ctx):
+    """Unloading a module closes its kernels: launching one raises ClosedError."""
     m = cuabi.Module.from_ptx(PTX)
     k = m.get_kernel("empty", "")
     cuabi.launch(None, cuabi.LaunchConfig(1, 1), k)
@@ -212,6 +262,7 @@ def test_unloaded_module_closes_kernels(ctx):
 
 
 def test_kernel_attributes(module):
+    """A kernel's attributes by property, by value; an unknown name is a ValueError."""
     k = module.get_kernel("saxpy", "fppi")
     assert k.max_threads_per_block > 0
     assert k.num_regs >= 0
@@ -221,6 +272,7 @@ def test_kernel_attributes(module):
 
 
 def test_library_api(ctx):
+    """A Library loads, hands out launchable kernels and closes them when unloaded."""
     needs("cuLibraryLoadData")
     lib = cuabi.Library(PTX)
     k = lib.get_kernel("saxpy", "fppi")
@@ -232,6 +284,7 @@ def test_library_api(ctx):
 
 
 def test_concurrent_launches_from_threads(module, fake):
+    """Four threads launching one kernel make every launch."""
     import threading
 
     k = module.get_kernel("empty", "")

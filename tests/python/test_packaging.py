@@ -26,6 +26,7 @@ def wheel(tmp_path_factory):
 
 
 def test_wheel_tag_contents_and_size(wheel):
+    """The wheel is py3-none-linux, under 1 MB, and holds the package, library and metadata."""
     name = os.path.basename(wheel)
     assert name.startswith("cuabi-1.0.0-py3-none-linux_") and name.endswith(".whl")
     assert os.path.getsize(wheel) < 1_000_000
@@ -45,6 +46,7 @@ def test_wheel_tag_contents_and_size(wheel):
 
 
 def test_installed_wheel_works_without_the_source_tree(wheel, tmp_path):
+    """`python -m cuabi` from the unpacked wheel alone finds the wheel's libcuabi."""
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(target)  # what pip does for a purelib-less wheel, minus bookkeeping
@@ -67,6 +69,7 @@ def test_installed_wheel_works_without_the_source_tree(wheel, tmp_path):
 
 
 def test_sdist(tmp_path):
+    """The sdist holds the sources to build from and no build products."""
     code = ("import sys; sys.path.insert(0, %r); import build_backend; "
             "print(build_backend.build_sdist(%r))" % (PYDIR, str(tmp_path)))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -82,6 +85,7 @@ def test_sdist(tmp_path):
 
 
 def test_build_requirements_and_metadata():
+    """The build backend asks for cffi, writes the metadata and refuses a relative prebuilt library."""
     sys.path.insert(0, PYDIR)
     import build_backend
 

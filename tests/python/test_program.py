@@ -32,6 +32,7 @@ needs_nvrtc = pytest.mark.skipif(not _have_nvrtc(), reason="NVRTC not installed 
 
 @needs_nvrtc
 def test_version_and_path():
+    """nvrtc_version() and nvrtc_path() describe the NVRTC that was loaded."""
     major, minor = cuabi.nvrtc_version()
     assert major >= 11
     assert "nvrtc" in cuabi.nvrtc_path()
@@ -40,6 +41,7 @@ def test_version_and_path():
 
 @needs_nvrtc
 def test_compile_ptx_and_run_saxpy(ctx):
+    """A program compiled to PTX loads and runs SAXPY correctly."""
     obj = cuabi.Program(SAXPY, name="saxpy.cu").compile(["-default-device"], arch="sm_75")
     assert obj.kind == "ptx" and b".entry saxpy" in obj.code
     assert "ObjectCode ptx" in repr(obj)
@@ -57,6 +59,7 @@ def test_compile_ptx_and_run_saxpy(ctx):
 
 @needs_nvrtc
 def test_name_expressions():
+    """name_expressions come back with their mangled names in name_map."""
     obj = cuabi.Program(TEMPLATE).compile(arch="sm_75", name_expressions=["scale<float>", "scale<int>"])
     assert obj.name_map["scale<float>"] == "_Z5scaleIfEvPT_S0_"
     assert obj.name_map["scale<int>"].startswith("_Z5scaleIiE")
@@ -64,6 +67,7 @@ def test_name_expressions():
 
 @needs_nvrtc
 def test_compile_cubin_and_ltoir():
+    """Programs compile to cubin and LTO-IR; LTO-IR cannot be loaded directly."""
     obj = cuabi.Program(SAXPY).compile(target="cubin", arch="sm_80")
     assert obj.kind == "cubin" and obj.code[:4] == b"\x7fELF"
     lto = cuabi.Program(SAXPY).compile(target="ltoir", arch="sm_80")
@@ -74,6 +78,7 @@ def test_compile_cubin_and_ltoir():
 
 @needs_nvrtc
 def test_compile_error_carries_log():
+    """A compilation error raises NVRTCError with the compiler's log."""
     with pytest.raises(NVRTCError) as ei:
         cuabi.Program("__global__ void k() { this is not C++; }", name="broken.cu").compile(arch="sm_75")
     assert ei.value.code is not None
@@ -82,18 +87,24 @@ def test_compile_error_carries_log():
 
 @needs_nvrtc
 def test_headers_and_options():
+    """Headers given to Program are included, and options passed on."""
     src = '#include "val.h"\nextern "C" __global__ void k(int *p) { *p = VAL; }'
     obj = cuabi.Program(src, headers={"val.h": "#define VAL 42\n"}).compile(["-lineinfo"], arch="sm_75")
     assert b"42" in obj.code
 
 
-def test_argument_checks():
+def test_program_arguments_are_checked():
+    """Program() refuses a non-text source, a non-str name and non-str headers."""
     with pytest.raises(TypeError):
         cuabi.Program(123)
     with pytest.raises(TypeError):
         cuabi.Program("x", name=5)
     with pytest.raises(TypeError):
         cuabi.Program("x", headers={"a.h": 1})
+
+
+def test_compile_arguments_are_checked():
+    """compile() refuses an unknown target, options given as one str or non-str, and a bad arch."""
     p = cuabi.Program(b"extern \"C\" __global__ void k() {}")
     with pytest.raises(ValueError):
         p.compile(target="sass")
@@ -106,6 +117,7 @@ def test_argument_checks():
 
 
 def test_nvrtc_not_found_lists_candidates(monkeypatch):
+    """When NVRTC is nowhere, NVRTCError lists every place tried and why."""
     monkeypatch.setattr(_program, "_nvrtc", None)
     monkeypatch.setattr(_program, "_candidates", lambda: [
         ("CUABI_LIBNVRTC", "relative.so"),
@@ -120,6 +132,7 @@ def test_nvrtc_not_found_lists_candidates(monkeypatch):
 
 
 def test_candidates_include_env_and_toolkit(monkeypatch):
+    """NVRTC is looked for at CUABI_LIBNVRTC first, then pathfinder and CUDA_HOME."""
     monkeypatch.setenv("CUABI_LIBNVRTC", "/opt/x/libnvrtc.so.13")
     monkeypatch.setenv("CUDA_HOME", "/opt/cuda-test")
     c = _program._candidates()

@@ -1,19 +1,31 @@
-"""libcuabi's own API, in Python terms (status, report, raw procedures, dynamic calls)."""
+"""libcuabi's own API, in Python terms: status, report, raw procedures,
+dynamic calls, and the exception for a failing status (:func:`raise_for`)."""
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Any, NoReturn, Optional, Tuple
 
-from ._libload import backend
-from ._sig import split_signature
+from ._address import address
+from ._backend import backend
+from ._constants import CU_GET_PROC_ADDRESS_LEGACY_STREAM, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+from ._signature import check, split_signature
+from .errors import error_for, is_load_failure
 
-_FLAG_NAMES = {"legacy": 1, "per_thread": 2}
+_FLAG_NAMES = {"legacy": CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+               "per_thread": CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM}
 
 
-def _check(code, function):
+def raise_for(code: int, function: Optional[str] = None) -> NoReturn:
+    """Raise the :class:`cuabi.CUDAError` subclass for a non-zero status
+    ``code`` returned by ``function``: its name and message from libcuabi, and
+    the loader's report when no usable driver could be loaded."""
+    b = backend()
+    report = b.driver_report() if is_load_failure(code) else None
+    raise error_for(code, b.error_name(code), b.error_string(code), function, report)
+
+
+def _check(code: int, function: str) -> None:
     if code:
-        from .errors import raise_for
-
         raise_for(code, function)
 
 
@@ -90,12 +102,14 @@ def default_stream_mode() -> str:
 
 def error_name(code: int) -> str:
     """The name of a ``CUresult`` (or libcuabi) status code."""
-    return backend().error_name(_int(code, "code"))
+    check("I", code, "code")  # a CUresult: 0..2**32-1
+    return backend().error_name(code)
 
 
 def error_string(code: int) -> str:
     """The description of a ``CUresult`` (or libcuabi) status code."""
-    return backend().error_string(_int(code, "code"))
+    check("I", code, "code")
+    return backend().error_string(code)
 
 
 def _int(v, name):
@@ -125,7 +139,7 @@ def get_proc(name: str, version: int = 0, flags: Optional[str] = None) -> int:
     return addr
 
 
-def call(name: str, signature: str, *args, version: int = 0) -> None:
+def call(name: str, signature: str, *args: Any, version: int = 0) -> None:
     """Call any driver entry point by name through libcuabi's dynamic caller.
 
     ``signature`` holds one letter per parameter (``i`` int32, ``I`` uint32,
@@ -149,9 +163,14 @@ def call(name: str, signature: str, *args, version: int = 0) -> None:
     if len(toks) != len(args):
         raise TypeError("signature %r has %d parameters but %d arguments were given"
                         % (signature, len(toks), len(args)))
-    from ._driver_rt import check
-
+    values = []
+    keep = []
     for letter, value in zip(toks, args):
-        if letter != "p":
+        if letter == "p":
+            value, k = address(value)
+            keep.append(k)
+        else:
             check(letter, value, "argument")
-    _check(backend().call(name, version, signature, list(args)), name)
+        values.append(value)
+    _check(backend().call(name, version, signature, values), name)
+    del keep

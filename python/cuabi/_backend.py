@@ -1,4 +1,9 @@
-"""Finding libcuabi.so.1 and choosing the foreign-function backend.
+"""Choosing the foreign-function backend, and opening libcuabi.so.1 with it.
+
+Two modules implement the interface of :mod:`cuabi._backend_interface`:
+``_backend_cffi`` (cffi, ABI mode or the compiled API-mode module) and
+``_backend_ctypes`` (the standard library only).  :func:`backend` picks one (``CUABI_PY_BACKEND``, else cffi when it is
+importable), opens libcuabi with it and keeps it for the process.
 
 Nothing here runs at ``import cuabi`` time: the first caller of :func:`backend`
 pays for opening the library (a single ``dlopen``) and importing the backend
@@ -10,37 +15,25 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+
+from .errors import ConfigurationError, LibraryNotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover - the interface is for type checkers and tests
+    from ._backend_interface import Backend
 
 LIBRARY_NAME = "libcuabi.so.1"
 BACKENDS = ("cffi", "ctypes")
 
+# what a backend's library opener returns: (library object, path, [(candidate, why skipped)])
+Opened = Tuple[Any, str, List[Tuple[str, str]]]
+
+
 _lock = threading.Lock()
-_backend = None
+_backend: Optional["Backend"] = None
 
 
-class LibraryNotFoundError(OSError):
-    """libcuabi.so.1 could not be opened.
-
-    ``tried`` lists ``(candidate, reason)`` pairs in the order they were tried.
-    """
-
-    def __init__(self, tried):
-        self.tried = list(tried)
-        lines = ["cuabi could not open %s; tried:" % LIBRARY_NAME]
-        for candidate, reason in self.tried:
-            lines.append("  %s: %s" % (candidate, reason))
-        lines.append(
-            "Install the cuabi wheel (it bundles the library), or set "
-            "CUABI_LIBRARY to the absolute path of libcuabi.so.1."
-        )
-        super().__init__("\n".join(lines))
-
-
-class ConfigurationError(ValueError):
-    """An environment variable read by cuabi has a value it cannot use."""
-
-
-def candidates():
+def candidates() -> List[Tuple[str, str]]:
     """Return the ordered list of ``(kind, path)`` places searched for libcuabi."""
     out = []
     here = os.path.dirname(os.path.abspath(__file__))
@@ -52,7 +45,7 @@ def candidates():
     return out
 
 
-def _check_env_path(path):
+def _check_env_path(path: str) -> Optional[str]:
     if not path:
         return "CUABI_LIBRARY is set but empty"
     if not os.path.isabs(path):
@@ -60,7 +53,7 @@ def _check_env_path(path):
     return None
 
 
-def requested_backend():
+def requested_backend() -> Optional[str]:
     """The backend named by ``CUABI_PY_BACKEND``, or ``None`` for automatic choice."""
     value = os.environ.get("CUABI_PY_BACKEND")
     if value is None or value == "":
@@ -73,8 +66,8 @@ def requested_backend():
     return value
 
 
-def _open_with(module_opener):
-    """Try every candidate with ``module_opener(path)``; return (lib, path)."""
+def open_library(opener: Callable[[str], Any]) -> Opened:
+    """Try every candidate with ``opener(path)``; return (library, path, skipped)."""
     tried = []
     for kind, path in candidates():
         if kind == "CUABI_LIBRARY":
@@ -86,7 +79,7 @@ def _open_with(module_opener):
             tried.append(("%s (%s)" % (path, kind), "no such file"))
             continue
         try:
-            lib = module_opener(path)
+            lib = opener(path)
         except OSError as exc:
             tried.append(("%s (%s)" % (path, kind), str(exc).strip() or type(exc).__name__))
             continue
@@ -94,7 +87,7 @@ def _open_with(module_opener):
     raise LibraryNotFoundError(tried)
 
 
-def backend():
+def backend() -> "Backend":
     """Return the process-wide backend object, creating it on first use."""
     global _backend
     b = _backend
@@ -106,7 +99,7 @@ def backend():
         return _backend
 
 
-def _make_backend():
+def _make_backend() -> "Backend":
     wanted = requested_backend()
     errors = []
     order = [wanted] if wanted else list(BACKENDS)
@@ -123,17 +116,11 @@ def _make_backend():
                 errors.append("cffi: %s" % exc)
                 continue
         else:
-            from . import _backend_ctypes as mod
-        return mod.Backend(_open_with)
+            from . import _backend_ctypes as mod  # type: ignore[no-redef]
+        return mod.Backend(open_library)
     raise ImportError("no usable backend: " + "; ".join(errors))  # pragma: no cover
 
 
-def loaded_backend():
+def loaded_backend() -> Optional["Backend"]:
     """The backend if it was already created, else ``None`` (never loads anything)."""
     return _backend
-
-
-def _reset_for_tests():  # pragma: no cover - used by the test-suite in subprocesses only
-    global _backend
-    _backend = None
-

@@ -1,27 +1,37 @@
-"""Turning Python objects into addresses for pointer parameters.
+"""Turning Python objects into addresses, for pointer parameters and kernel arguments.
 
-The generated driver wrappers pass plain ``int`` arguments straight through;
-anything else goes to :func:`address`, which returns ``(address, keepalive)``.
-The caller keeps ``keepalive`` referenced for the duration of the native call
-(on PyPy that also keeps the memory pinned).
+* :func:`address` and :func:`cstring` serve the driver wrappers: they return
+  ``(address, keepalive)``, and the caller keeps ``keepalive`` referenced for
+  the duration of the native call (on PyPy that also keeps the memory pinned).
+* :func:`device_pointer` serves kernel launches: pointer arguments are device
+  memory, so only objects that name device memory (and ints) are accepted.
+
+Both understand cuabi's own objects through ``_cuabi_address()``, a method
+every cuabi object that has an address defines (handles for resources, the
+device pointer for memory).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Tuple
+
+from ._backend import backend
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from ._backend_interface import Backend
 
 _MAX = (1 << 64) - 1
 _backend = None
 
 
-def _b():
+def _b() -> "Backend":
     global _backend
     if _backend is None:
-        from ._libload import backend
-
         _backend = backend()
     return _backend
 
 
-def address(obj):
+def address(obj: Any) -> Tuple[int, Any]:
     """Return ``(address, keepalive)`` for a pointer argument.
 
     Accepted: ``int`` (taken as an address or handle), ``None`` (NULL), cuabi
@@ -69,12 +79,7 @@ def address(obj):
     return b.buffer_address(obj)
 
 
-def as_address(obj):
-    """Just the address (for values that need no keepalive, like handles)."""
-    return address(obj)[0]
-
-
-def cstring(obj):
+def cstring(obj: Any) -> Tuple[int, Any]:
     """``(address, keepalive)`` for a ``const char *`` parameter.
 
     ``str`` and ``bytes`` are passed NUL-terminated; ints and ``None`` as for
@@ -87,3 +92,26 @@ def cstring(obj):
             raise ValueError("string argument contains an embedded NUL byte")
         return _b().buffer_address(obj + b"\0")
     return address(obj)
+
+
+def device_pointer(obj: Any) -> int:
+    """Device address of a pointer kernel argument: cuabi buffers/arrays, objects with
+    ``__cuda_array_interface__``, ``data_ptr()`` (PyTorch) or ``ptr``, ints, None."""
+    if obj is None:
+        return 0
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return int(obj)
+    a = getattr(type(obj), "_cuabi_address", None)
+    if a is not None:
+        return a(obj)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    dp = getattr(obj, "data_ptr", None)
+    if callable(dp):
+        return int(dp())
+    p = getattr(obj, "ptr", None)
+    if isinstance(p, int):
+        return p
+    raise TypeError("a pointer kernel argument must be device memory (cuabi buffer or array, "
+                    "__cuda_array_interface__, data_ptr()) or an int, got %s" % type(obj).__name__)

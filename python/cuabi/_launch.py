@@ -1,0 +1,233 @@
+"""Launching kernels: :class:`LaunchConfig` and :func:`cuabi.launch`.
+
+A launch takes five steps, in this order:
+
+1. the stream's ``CUstream`` (a :class:`cuabi.Stream`, None, an int handle,
+   or another library's stream);
+2. the kernel's ``CUfunction`` and argument layout (fixed by its signature,
+   or inferred from the driver and the arguments for this launch);
+3. the packet: the config's header, then the arguments packed per the layout;
+4. one call into libcuabi: ``cuabi_launch_packed``, or ``cuLaunchKernelEx``
+   (:func:`launch_extended`) for cluster and cooperative launches;
+5. the exception for a failure status.
+
+:func:`python_launch` is those steps in Python.  With cffi's compiled tier,
+``cuabi.launch`` is instead the speedups module's ``launch``
+(python/speedups/speedups.c), the same steps in C, reading what
+:class:`cuabi._compiled.LaunchContract` declares.  Which one ``cuabi.launch``
+is gets decided on first access (that opens libcuabi), by
+:func:`_choose_launch`.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from typing import Any, Callable, Optional, Tuple
+
+from . import driver as _d
+from ._address import device_pointer
+from ._backend import backend
+from ._constants import (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                         CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT,
+                         CU_LAUNCH_PARAM_END_AS_INT)
+from ._kernel import Kernel, infer_layout
+from ._kernel_args import HEADER, HEADER_SIZE
+from ._stream import Stream, stream_handle
+from ._structs import FORMATS
+from .errors import ClosedError, CUDAError
+
+
+def _dim3(v: Any, what: str) -> Tuple[int, int, int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        t = (v, 1, 1)
+    elif isinstance(v, (tuple, list)) and 1 <= len(v) <= 3:
+        t = tuple(v) + (1,) * (3 - len(v))
+    else:
+        raise TypeError("%s must be an int or a tuple of 1-3 ints, got %r" % (what, v))
+    for x in t:
+        if not isinstance(x, int) or isinstance(x, bool) or not 1 <= x <= 0xFFFFFFFF:
+            raise ValueError("%s dimensions must be ints from 1 to 2**32-1, got %r" % (what, v))
+    return t  # type: ignore[return-value]
+
+
+class LaunchConfig:
+    """Launch geometry: ``LaunchConfig(grid, block, shmem=0, cluster=None, cooperative=False)``.
+
+    ``grid``/``block``/``cluster`` are ints or 1-3 tuples.  A config is
+    immutable; a launch rewrites its packet's header only when it gets a
+    different config object, so reusing one config is cheapest.  ``_hdr`` is
+    the packet header's values and ``_ex`` whether the launch needs
+    :func:`launch_extended` (both read by the compiled launch too).
+    """
+
+    __slots__ = ("grid", "block", "shmem", "cluster", "cooperative", "_hdr", "_ex")
+
+    def __init__(self, grid: Any = 1, block: Any = 1, shmem: int = 0, cluster: Any = None,
+                 cooperative: bool = False) -> None:
+        put = object.__setattr__
+        grid = _dim3(grid, "grid")
+        block = _dim3(block, "block")
+        if not isinstance(shmem, int) or isinstance(shmem, bool) or not 0 <= shmem <= 0xFFFFFFFF:
+            raise ValueError("shmem must be a byte count from 0 to 2**32-1, got %r" % (shmem,))
+        cluster = None if cluster is None else _dim3(cluster, "cluster")
+        if cluster is not None:
+            for g, c in zip(grid, cluster):
+                if g % c:
+                    raise ValueError("grid %r is not a multiple of cluster %r" % (grid, cluster))
+        put(self, "grid", grid)
+        put(self, "block", block)
+        put(self, "shmem", shmem)
+        put(self, "cluster", cluster)
+        put(self, "cooperative", bool(cooperative))
+        put(self, "_hdr", grid + block + (shmem, 0))
+        put(self, "_ex", cluster is not None or bool(cooperative))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("LaunchConfig is immutable; make a new one")
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.cluster:
+            extra += ", cluster=%r" % (self.cluster,)
+        if self.cooperative:
+            extra += ", cooperative=True"
+        return "LaunchConfig(grid=%r, block=%r, shmem=%d%s)" % (self.grid, self.block, self.shmem, extra)
+
+
+# the driver structs of cuLaunchKernelEx (fields: cuabi._structs.FIELDS)
+_LAUNCH_CONFIG = struct.Struct(FORMATS["CUlaunchConfig"])
+_LAUNCH_ATTR = struct.Struct(FORMATS["CUlaunchAttribute"])
+_CLUSTER_DIM = struct.Struct(FORMATS["CUlaunchAttributeValue.clusterDim"])
+
+
+def launch_extended(f: int, s: int, config: LaunchConfig, param_bytes: Any) -> int:
+    """Step 4 for cluster or cooperative launches: ``cuLaunchKernelEx`` with
+    the parameters as one buffer; returns the status (0 for success)."""
+    b = backend()
+    attrs = bytearray()
+    if config.cluster is not None:
+        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, b"", _CLUSTER_DIM.pack(*config.cluster))
+    if config.cooperative:
+        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, b"", struct.pack("=i", 1))  # int cooperative
+    n_attrs = len(attrs) // _LAUNCH_ATTR.size
+    attrs_addr, keep_a = b.buffer_address(attrs)
+    cfg = bytearray(_LAUNCH_CONFIG.pack(*config.grid, *config.block, config.shmem, s, attrs_addr, n_attrs))
+    params = bytes(param_bytes)
+    params_addr, keep_p = b.buffer_address(bytearray(params) or bytearray(1))
+    size_cell = bytearray(struct.pack("=Q", len(params)))
+    size_addr, keep_s = b.buffer_address(size_cell)
+    extra = bytearray(struct.pack("=5Q", CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, params_addr,
+                                  CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT, size_addr, CU_LAUNCH_PARAM_END_AS_INT))
+    try:
+        _d.cuLaunchKernelEx(cfg, f, None, extra)
+    except CUDAError as exc:
+        return exc.code
+    finally:
+        del keep_a, keep_p, keep_s
+    return 0
+
+
+# cuabi_launch_packed, from the backend; set by _choose_launch before
+# python_launch can be reached
+_launch_packed: Optional[Callable[..., int]] = None
+_write_header = HEADER.pack_into
+
+
+def python_launch(stream: Any, config: LaunchConfig, kernel: Kernel, *args: Any) -> None:
+    """Launch ``kernel`` with ``config`` on ``stream`` (``None``: the NULL stream).
+
+    Pointer arguments take cuabi buffers and arrays, other libraries' device
+    arrays (``__cuda_array_interface__``, ``data_ptr()``) or ints; numbers are
+    converted to the kernel's declared parameter types.
+    """
+    # 1. the stream
+    if stream.__class__ is Stream:
+        s = stream._h
+        if s is None:
+            raise ClosedError("Stream is closed")
+    elif stream is None:
+        s = 0
+    else:
+        s = stream_handle(stream)
+    # 2. the kernel's function and argument layout
+    if kernel.__class__ is not Kernel:
+        raise TypeError("kernel must be a cuabi.Kernel, got %s" % type(kernel).__name__)
+    f = kernel._h
+    if f is None:
+        raise ClosedError("Kernel %r is closed (its module was unloaded)" % kernel.name)
+    layout = kernel._layout
+    if layout is None:
+        layout = infer_layout(kernel, args)
+    if len(args) != layout.nparams:
+        raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, layout.nparams, len(args)))
+    # 3. the packet: the config's header (rewritten only for another config), the arguments
+    packet = layout.spare
+    layout.spare = None
+    if packet is None:
+        packet = layout.new_packet()
+    try:
+        if config is not packet[2]:
+            if config.__class__ is not LaunchConfig:
+                raise TypeError("config must be a LaunchConfig, got %s" % type(config).__name__)
+            _write_header(packet[1], 0, *config._hdr)
+            packet[2] = config
+        size = layout.pack(packet[1], args, kernel)
+    except BaseException:
+        layout.spare = packet
+        raise
+    # 4. the driver call
+    if config._ex:
+        rc = launch_extended(f, s, config, packet[1][HEADER_SIZE:size])
+    else:
+        rc = _launch_packed(f, s, packet[0], size)  # type: ignore[misc]
+    layout.spare = packet
+    # 5. a failure status
+    if rc:
+        from ._own_api import raise_for
+
+        raise_for(rc, "cuabi_launch_packed(%s)" % kernel.name)
+
+
+_chosen: Optional[Callable[..., None]] = None
+_registered: Any = None  # the LaunchContract the compiled launch was given
+_choose_lock = threading.Lock()
+
+
+def _choose_launch() -> Callable[..., None]:
+    """``cuabi.launch``: the compiled tier's where there is one (after handing
+    it the :class:`LaunchContract`), else :func:`python_launch`."""
+    global _chosen, _launch_packed, _registered
+    from ._compiled import LaunchContract, speedups
+    from ._memory import DeviceBuffer, ManagedBuffer, PinnedBuffer
+
+    with _choose_lock:
+        if _chosen is not None:
+            return _chosen
+        try:
+            compiled = speedups()
+            _launch_packed = backend().launch_packed
+        except (OSError, ImportError, ValueError):
+            # no library, no backend module, a bad CUABI_* setting: then no kernel
+            # can exist either, and python_launch's argument checks say what is wrong
+            compiled = None
+        if compiled is None:
+            _chosen = python_launch
+        else:
+            _registered = LaunchContract(
+                stream_type=Stream, stream_slot="_h", stream_handle=stream_handle,
+                kernel_type=Kernel, kernel_handle_slot="_h", kernel_layout_slot="_layout",
+                infer_layout=infer_layout,
+                memory_types=(DeviceBuffer, ManagedBuffer, PinnedBuffer), memory_slot="_h",
+                device_pointer=device_pointer,
+                config_type=LaunchConfig, config_header="_hdr", config_extended="_ex",
+                launch_extended=launch_extended, closed_error=ClosedError)
+            compiled.register_launch(_registered)
+            _chosen = compiled.launch
+        return _chosen
+
+
+def __getattr__(name: str) -> Any:
+    if name == "launch":
+        return _chosen or _choose_launch()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
