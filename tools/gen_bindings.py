@@ -64,7 +64,7 @@ def parse_ctype(text: str) -> tuple[str, bool, list[bool]]:
 SCALARS = {
     # C name: (Rust, Go, cgo, Lua-free)
     "void": ("c_void", None, None),
-    "char": ("c_char", "int8", "C.char"),
+    "char": ("c_char", "byte", "C.char"),
     "signed char": ("i8", "int8", "C.schar"),
     "unsigned char": ("u8", "uint8", "C.uchar"),
     "short": ("i16", "int16", "C.short"),
@@ -374,10 +374,10 @@ def go_package(t: Table) -> str:
            "// error. The driver is loaded on the first call; without one, calls return\n"
            "// CUABI_ERROR_DRIVER_NOT_FOUND and DriverReport says why. See README.md.\n",
            "package cuabi\n\n",
-           "/*\n#cgo pkg-config: cuabi\n#include <cuabi.h>\n\n"
+           "/*\n#cgo pkg-config: cuabi\n#include <cuabi.h>\n#include <stdlib.h>\n\n"
            "// cuda.h's constants of pointer type, as values cgo can read\n",
-           *[f"static {'void *' if c['type'] == 'void *' else c['type'] + ' '}const cuabi_go_{k} = {k};\n"
-             for k, c in d["constants"].items() if c["code"] == "p"],
+           *[f"static {'void *' if c['type'] == 'void *' else c['type'] + ' '}cuabi_go_{k}(void) "
+             f"{{ return {k}; }}\n" for k, c in d["constants"].items() if c["code"] == "p"],
            "*/\nimport \"C\"\n\n",
            "import \"unsafe\"\n\n",
            "// Result is a CUresult: CUDA's result codes and cuabi's own (100001...).\n"
@@ -416,7 +416,7 @@ def go_package(t: Table) -> str:
             out.append(f"\t{k} {ty} = {c['value']}\n" if ty else f"\t{k} = {c['value']}\n")
     out.append(")\n\n// Constants of pointer type (CU_STREAM_LEGACY is (CUstream)1 in C).\nvar (\n")
     for k, c in pointers:
-        out.append(f"\t{k} = C.cuabi_go_{k}\n")
+        out.append(f"\t{k} = C.cuabi_go_{k}()\n")
     out.append(")\n\n// ---- cuabi's own API\n\n")
     for fn in d["own_api"]:
         out.append(go_function(t, fn["name"], fn["name"], fn["params"], fn["returns"]["type"]))
@@ -427,10 +427,17 @@ def go_package(t: Table) -> str:
 
 
 def go_function(t: Table, name: str, c_name: str, params: list[dict], returns: str) -> str:
-    sig, args = [], []
+    sig, args, setup = [], [], []
     for p in params:
+        ident = go_ident(p["name"])
+        if p["type"].replace(" ", "") == "constchar*":
+            # a C string in: a Go string, copied for the call
+            sig.append(f"{ident} string")
+            setup.append(f"\tc_{ident} := C.CString({ident})\n\tdefer C.free(unsafe.Pointer(c_{ident}))\n")
+            args.append(f"c_{ident}")
+            continue
         go_t, expr = go_param(t, p)
-        sig.append(f"{go_ident(p['name'])} {go_t}")
+        sig.append(f"{ident} {go_t}")
         args.append(expr)
     call = f"C.{c_name}({', '.join(args)})"
     if returns == "CUresult":
@@ -441,7 +448,8 @@ def go_function(t: Table, name: str, c_name: str, params: list[dict], returns: s
         ret, body = SCALARS[returns][1], f"return {SCALARS[returns][1]}({call})"
     else:
         raise BindingError(f"{name}: no Go return type for {returns}")
-    return f"// {go_public(name)} calls {c_name}.\nfunc {go_public(name)}({', '.join(sig)}) {ret} {{\n\t{body}\n}}\n\n"
+    return (f"// {go_public(name)} calls {c_name}.\nfunc {go_public(name)}({', '.join(sig)}) {ret} {{\n"
+            f"{''.join(setup)}\t{body}\n}}\n\n")
 
 
 # --------------------------------------------------------------------------------------

@@ -10,13 +10,14 @@ package cuabi
 /*
 #cgo pkg-config: cuabi
 #include <cuabi.h>
+#include <stdlib.h>
 
 // cuda.h's constants of pointer type, as values cgo can read
-static CUstream const cuabi_go_CU_STREAM_LEGACY = CU_STREAM_LEGACY;
-static CUstream const cuabi_go_CU_STREAM_PER_THREAD = CU_STREAM_PER_THREAD;
-static void *const cuabi_go_CU_LAUNCH_PARAM_END = CU_LAUNCH_PARAM_END;
-static void *const cuabi_go_CU_LAUNCH_PARAM_BUFFER_POINTER = CU_LAUNCH_PARAM_BUFFER_POINTER;
-static void *const cuabi_go_CU_LAUNCH_PARAM_BUFFER_SIZE = CU_LAUNCH_PARAM_BUFFER_SIZE;
+static CUstream cuabi_go_CU_STREAM_LEGACY(void) { return CU_STREAM_LEGACY; }
+static CUstream cuabi_go_CU_STREAM_PER_THREAD(void) { return CU_STREAM_PER_THREAD; }
+static void *cuabi_go_CU_LAUNCH_PARAM_END(void) { return CU_LAUNCH_PARAM_END; }
+static void *cuabi_go_CU_LAUNCH_PARAM_BUFFER_POINTER(void) { return CU_LAUNCH_PARAM_BUFFER_POINTER; }
+static void *cuabi_go_CU_LAUNCH_PARAM_BUFFER_SIZE(void) { return CU_LAUNCH_PARAM_BUFFER_SIZE; }
 */
 import "C"
 
@@ -1308,11 +1309,11 @@ const (
 
 // Constants of pointer type (CU_STREAM_LEGACY is (CUstream)1 in C).
 var (
-	CU_STREAM_LEGACY = C.cuabi_go_CU_STREAM_LEGACY
-	CU_STREAM_PER_THREAD = C.cuabi_go_CU_STREAM_PER_THREAD
-	CU_LAUNCH_PARAM_END = C.cuabi_go_CU_LAUNCH_PARAM_END
-	CU_LAUNCH_PARAM_BUFFER_POINTER = C.cuabi_go_CU_LAUNCH_PARAM_BUFFER_POINTER
-	CU_LAUNCH_PARAM_BUFFER_SIZE = C.cuabi_go_CU_LAUNCH_PARAM_BUFFER_SIZE
+	CU_STREAM_LEGACY = C.cuabi_go_CU_STREAM_LEGACY()
+	CU_STREAM_PER_THREAD = C.cuabi_go_CU_STREAM_PER_THREAD()
+	CU_LAUNCH_PARAM_END = C.cuabi_go_CU_LAUNCH_PARAM_END()
+	CU_LAUNCH_PARAM_BUFFER_POINTER = C.cuabi_go_CU_LAUNCH_PARAM_BUFFER_POINTER()
+	CU_LAUNCH_PARAM_BUFFER_SIZE = C.cuabi_go_CU_LAUNCH_PARAM_BUFFER_SIZE()
 )
 
 // ---- cuabi's own API
@@ -1323,8 +1324,10 @@ func Version() uint32 {
 }
 
 // Load calls cuabi_load.
-func Load(path *int8) error {
-	return check(C.cuabi_load((*C.char)(unsafe.Pointer(path))))
+func Load(path string) error {
+	c_path := C.CString(path)
+	defer C.free(unsafe.Pointer(c_path))
+	return check(C.cuabi_load(c_path))
 }
 
 // DriverStatus calls cuabi_driver_status.
@@ -1358,13 +1361,19 @@ func DefaultStreamMode() int32 {
 }
 
 // GetProc calls cuabi_get_proc.
-func GetProc(name *int8, cuda_version int32, flags uint64, fn unsafe.Pointer) error {
-	return check(C.cuabi_get_proc((*C.char)(unsafe.Pointer(name)), C.int32_t(cuda_version), C.uint64_t(flags), (*unsafe.Pointer)(fn)))
+func GetProc(name string, cuda_version int32, flags uint64, fn unsafe.Pointer) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_get_proc(c_name, C.int32_t(cuda_version), C.uint64_t(flags), (*unsafe.Pointer)(fn)))
 }
 
 // Call calls cuabi_call.
-func Call(name *int8, cuda_version int32, signature *int8, args unsafe.Pointer) error {
-	return check(C.cuabi_call((*C.char)(unsafe.Pointer(name)), C.int32_t(cuda_version), (*C.char)(unsafe.Pointer(signature)), (*unsafe.Pointer)(args)))
+func Call(name string, cuda_version int32, signature string, args unsafe.Pointer) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	c_signature := C.CString(signature)
+	defer C.free(unsafe.Pointer(c_signature))
+	return check(C.cuabi_call(c_name, C.int32_t(cuda_version), c_signature, (*unsafe.Pointer)(args)))
 }
 
 // ErrorName calls cuabi_error_name.
@@ -1670,8 +1679,10 @@ func CuDeviceGetAttribute(pi *int32, attrib CUdevice_attribute, dev CUdevice) er
 }
 
 // CuDeviceGetByPCIBusId calls cuabi_cuDeviceGetByPCIBusId.
-func CuDeviceGetByPCIBusId(dev *CUdevice, pciBusId *int8) error {
-	return check(C.cuabi_cuDeviceGetByPCIBusId((*C.CUdevice)(unsafe.Pointer(dev)), (*C.char)(unsafe.Pointer(pciBusId))))
+func CuDeviceGetByPCIBusId(dev *CUdevice, pciBusId string) error {
+	c_pciBusId := C.CString(pciBusId)
+	defer C.free(unsafe.Pointer(c_pciBusId))
+	return check(C.cuabi_cuDeviceGetByPCIBusId((*C.CUdevice)(unsafe.Pointer(dev)), c_pciBusId))
 }
 
 // CuDeviceGetCount calls cuabi_cuDeviceGetCount.
@@ -1705,7 +1716,7 @@ func CuDeviceGetHostAtomicCapabilities(capabilities *uint32, operations *CUatomi
 }
 
 // CuDeviceGetLuid calls cuabi_cuDeviceGetLuid.
-func CuDeviceGetLuid(luid *int8, deviceNodeMask *uint32, dev CUdevice) error {
+func CuDeviceGetLuid(luid *byte, deviceNodeMask *uint32, dev CUdevice) error {
 	return check(C.cuabi_cuDeviceGetLuid((*C.char)(unsafe.Pointer(luid)), (*C.uint)(unsafe.Pointer(deviceNodeMask)), C.CUdevice(dev)))
 }
 
@@ -1715,7 +1726,7 @@ func CuDeviceGetMemPool(pool *CUmemoryPool, dev CUdevice) error {
 }
 
 // CuDeviceGetName calls cuabi_cuDeviceGetName.
-func CuDeviceGetName(name *int8, len int32, dev CUdevice) error {
+func CuDeviceGetName(name *byte, len int32, dev CUdevice) error {
 	return check(C.cuabi_cuDeviceGetName((*C.char)(unsafe.Pointer(name)), C.int(len), C.CUdevice(dev)))
 }
 
@@ -1735,7 +1746,7 @@ func CuDeviceGetP2PAttribute(value *int32, attrib CUdevice_P2PAttribute, srcDevi
 }
 
 // CuDeviceGetPCIBusId calls cuabi_cuDeviceGetPCIBusId.
-func CuDeviceGetPCIBusId(pciBusId *int8, len int32, dev CUdevice) error {
+func CuDeviceGetPCIBusId(pciBusId *byte, len int32, dev CUdevice) error {
 	return check(C.cuabi_cuDeviceGetPCIBusId((*C.char)(unsafe.Pointer(pciBusId)), C.int(len), C.CUdevice(dev)))
 }
 
@@ -1935,8 +1946,10 @@ func CuGetExportTable(ppExportTable unsafe.Pointer, pExportTableId *CUuuid) erro
 }
 
 // CuGetProcAddress calls cuabi_cuGetProcAddress.
-func CuGetProcAddress(symbol *int8, pfn unsafe.Pointer, cudaVersion int32, flags cuuint64_t, symbolStatus *CUdriverProcAddressQueryResult) error {
-	return check(C.cuabi_cuGetProcAddress((*C.char)(unsafe.Pointer(symbol)), (*unsafe.Pointer)(pfn), C.int(cudaVersion), C.cuuint64_t(flags), (*C.CUdriverProcAddressQueryResult)(unsafe.Pointer(symbolStatus))))
+func CuGetProcAddress(symbol string, pfn unsafe.Pointer, cudaVersion int32, flags cuuint64_t, symbolStatus *CUdriverProcAddressQueryResult) error {
+	c_symbol := C.CString(symbol)
+	defer C.free(unsafe.Pointer(c_symbol))
+	return check(C.cuabi_cuGetProcAddress(c_symbol, (*unsafe.Pointer)(pfn), C.int(cudaVersion), C.cuuint64_t(flags), (*C.CUdriverProcAddressQueryResult)(unsafe.Pointer(symbolStatus))))
 }
 
 // CuGraphAddBatchMemOpNode calls cuabi_cuGraphAddBatchMemOpNode.
@@ -2045,8 +2058,10 @@ func CuGraphCreate(phGraph *CUgraph, flags uint32) error {
 }
 
 // CuGraphDebugDotPrint calls cuabi_cuGraphDebugDotPrint.
-func CuGraphDebugDotPrint(hGraph CUgraph, path *int8, flags uint32) error {
-	return check(C.cuabi_cuGraphDebugDotPrint(hGraph, (*C.char)(unsafe.Pointer(path)), C.uint(flags)))
+func CuGraphDebugDotPrint(hGraph CUgraph, path string, flags uint32) error {
+	c_path := C.CString(path)
+	defer C.free(unsafe.Pointer(c_path))
+	return check(C.cuabi_cuGraphDebugDotPrint(hGraph, c_path, C.uint(flags)))
 }
 
 // CuGraphDestroy calls cuabi_cuGraphDestroy.
@@ -2510,13 +2525,17 @@ func CuLibraryEnumerateKernels(kernels *CUkernel, numKernels uint32, lib CUlibra
 }
 
 // CuLibraryGetGlobal calls cuabi_cuLibraryGetGlobal.
-func CuLibraryGetGlobal(dptr *CUdeviceptr, bytes *uint64, library CUlibrary, name *int8) error {
-	return check(C.cuabi_cuLibraryGetGlobal((*C.CUdeviceptr)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), library, (*C.char)(unsafe.Pointer(name))))
+func CuLibraryGetGlobal(dptr *CUdeviceptr, bytes *uint64, library CUlibrary, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuLibraryGetGlobal((*C.CUdeviceptr)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), library, c_name))
 }
 
 // CuLibraryGetKernel calls cuabi_cuLibraryGetKernel.
-func CuLibraryGetKernel(pKernel *CUkernel, library CUlibrary, name *int8) error {
-	return check(C.cuabi_cuLibraryGetKernel((*C.CUkernel)(unsafe.Pointer(pKernel)), library, (*C.char)(unsafe.Pointer(name))))
+func CuLibraryGetKernel(pKernel *CUkernel, library CUlibrary, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuLibraryGetKernel((*C.CUkernel)(unsafe.Pointer(pKernel)), library, c_name))
 }
 
 // CuLibraryGetKernelCount calls cuabi_cuLibraryGetKernelCount.
@@ -2525,8 +2544,10 @@ func CuLibraryGetKernelCount(count *uint32, lib CUlibrary) error {
 }
 
 // CuLibraryGetManaged calls cuabi_cuLibraryGetManaged.
-func CuLibraryGetManaged(dptr *CUdeviceptr, bytes *uint64, library CUlibrary, name *int8) error {
-	return check(C.cuabi_cuLibraryGetManaged((*C.CUdeviceptr)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), library, (*C.char)(unsafe.Pointer(name))))
+func CuLibraryGetManaged(dptr *CUdeviceptr, bytes *uint64, library CUlibrary, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuLibraryGetManaged((*C.CUdeviceptr)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), library, c_name))
 }
 
 // CuLibraryGetModule calls cuabi_cuLibraryGetModule.
@@ -2535,8 +2556,10 @@ func CuLibraryGetModule(pMod *CUmodule, library CUlibrary) error {
 }
 
 // CuLibraryGetUnifiedFunction calls cuabi_cuLibraryGetUnifiedFunction.
-func CuLibraryGetUnifiedFunction(fptr unsafe.Pointer, library CUlibrary, symbol *int8) error {
-	return check(C.cuabi_cuLibraryGetUnifiedFunction((*unsafe.Pointer)(fptr), library, (*C.char)(unsafe.Pointer(symbol))))
+func CuLibraryGetUnifiedFunction(fptr unsafe.Pointer, library CUlibrary, symbol string) error {
+	c_symbol := C.CString(symbol)
+	defer C.free(unsafe.Pointer(c_symbol))
+	return check(C.cuabi_cuLibraryGetUnifiedFunction((*unsafe.Pointer)(fptr), library, c_symbol))
 }
 
 // CuLibraryLoadData calls cuabi_cuLibraryLoadData.
@@ -2545,8 +2568,10 @@ func CuLibraryLoadData(library *CUlibrary, code unsafe.Pointer, jitOptions *CUji
 }
 
 // CuLibraryLoadFromFile calls cuabi_cuLibraryLoadFromFile.
-func CuLibraryLoadFromFile(library *CUlibrary, fileName *int8, jitOptions *CUjit_option, jitOptionsValues unsafe.Pointer, numJitOptions uint32, libraryOptions *CUlibraryOption, libraryOptionValues unsafe.Pointer, numLibraryOptions uint32) error {
-	return check(C.cuabi_cuLibraryLoadFromFile((*C.CUlibrary)(unsafe.Pointer(library)), (*C.char)(unsafe.Pointer(fileName)), (*C.CUjit_option)(unsafe.Pointer(jitOptions)), (*unsafe.Pointer)(jitOptionsValues), C.uint(numJitOptions), (*C.CUlibraryOption)(unsafe.Pointer(libraryOptions)), (*unsafe.Pointer)(libraryOptionValues), C.uint(numLibraryOptions)))
+func CuLibraryLoadFromFile(library *CUlibrary, fileName string, jitOptions *CUjit_option, jitOptionsValues unsafe.Pointer, numJitOptions uint32, libraryOptions *CUlibraryOption, libraryOptionValues unsafe.Pointer, numLibraryOptions uint32) error {
+	c_fileName := C.CString(fileName)
+	defer C.free(unsafe.Pointer(c_fileName))
+	return check(C.cuabi_cuLibraryLoadFromFile((*C.CUlibrary)(unsafe.Pointer(library)), c_fileName, (*C.CUjit_option)(unsafe.Pointer(jitOptions)), (*unsafe.Pointer)(jitOptionsValues), C.uint(numJitOptions), (*C.CUlibraryOption)(unsafe.Pointer(libraryOptions)), (*unsafe.Pointer)(libraryOptionValues), C.uint(numLibraryOptions)))
 }
 
 // CuLibraryUnload calls cuabi_cuLibraryUnload.
@@ -2555,13 +2580,17 @@ func CuLibraryUnload(library CUlibrary) error {
 }
 
 // CuLinkAddData calls cuabi_cuLinkAddData.
-func CuLinkAddData(state CUlinkState, type_ CUjitInputType, data unsafe.Pointer, size uint64, name *int8, numOptions uint32, options *CUjit_option, optionValues unsafe.Pointer) error {
-	return check(C.cuabi_cuLinkAddData(state, C.CUjitInputType(type_), (unsafe.Pointer)(data), C.size_t(size), (*C.char)(unsafe.Pointer(name)), C.uint(numOptions), (*C.CUjit_option)(unsafe.Pointer(options)), (*unsafe.Pointer)(optionValues)))
+func CuLinkAddData(state CUlinkState, type_ CUjitInputType, data unsafe.Pointer, size uint64, name string, numOptions uint32, options *CUjit_option, optionValues unsafe.Pointer) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuLinkAddData(state, C.CUjitInputType(type_), (unsafe.Pointer)(data), C.size_t(size), c_name, C.uint(numOptions), (*C.CUjit_option)(unsafe.Pointer(options)), (*unsafe.Pointer)(optionValues)))
 }
 
 // CuLinkAddFile calls cuabi_cuLinkAddFile.
-func CuLinkAddFile(state CUlinkState, type_ CUjitInputType, path *int8, numOptions uint32, options *CUjit_option, optionValues unsafe.Pointer) error {
-	return check(C.cuabi_cuLinkAddFile(state, C.CUjitInputType(type_), (*C.char)(unsafe.Pointer(path)), C.uint(numOptions), (*C.CUjit_option)(unsafe.Pointer(options)), (*unsafe.Pointer)(optionValues)))
+func CuLinkAddFile(state CUlinkState, type_ CUjitInputType, path string, numOptions uint32, options *CUjit_option, optionValues unsafe.Pointer) error {
+	c_path := C.CString(path)
+	defer C.free(unsafe.Pointer(c_path))
+	return check(C.cuabi_cuLinkAddFile(state, C.CUjitInputType(type_), c_path, C.uint(numOptions), (*C.CUjit_option)(unsafe.Pointer(options)), (*unsafe.Pointer)(optionValues)))
 }
 
 // CuLinkComplete calls cuabi_cuLinkComplete.
@@ -2585,12 +2614,14 @@ func CuLogsCurrent(iterator_out *CUlogIterator, flags uint32) error {
 }
 
 // CuLogsDumpToFile calls cuabi_cuLogsDumpToFile.
-func CuLogsDumpToFile(iterator *CUlogIterator, pathToFile *int8, flags uint32) error {
-	return check(C.cuabi_cuLogsDumpToFile((*C.CUlogIterator)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(pathToFile)), C.uint(flags)))
+func CuLogsDumpToFile(iterator *CUlogIterator, pathToFile string, flags uint32) error {
+	c_pathToFile := C.CString(pathToFile)
+	defer C.free(unsafe.Pointer(c_pathToFile))
+	return check(C.cuabi_cuLogsDumpToFile((*C.CUlogIterator)(unsafe.Pointer(iterator)), c_pathToFile, C.uint(flags)))
 }
 
 // CuLogsDumpToMemory calls cuabi_cuLogsDumpToMemory.
-func CuLogsDumpToMemory(iterator *CUlogIterator, buffer *int8, size *uint64, flags uint32) error {
+func CuLogsDumpToMemory(iterator *CUlogIterator, buffer *byte, size *uint64, flags uint32) error {
 	return check(C.cuabi_cuLogsDumpToMemory((*C.CUlogIterator)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(buffer)), (*C.size_t)(unsafe.Pointer(size)), C.uint(flags)))
 }
 
@@ -3090,8 +3121,10 @@ func CuModuleEnumerateFunctions(functions *CUfunction, numFunctions uint32, mod 
 }
 
 // CuModuleGetFunction calls cuabi_cuModuleGetFunction.
-func CuModuleGetFunction(hfunc *CUfunction, hmod CUmodule, name *int8) error {
-	return check(C.cuabi_cuModuleGetFunction((*C.CUfunction)(unsafe.Pointer(hfunc)), hmod, (*C.char)(unsafe.Pointer(name))))
+func CuModuleGetFunction(hfunc *CUfunction, hmod CUmodule, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuModuleGetFunction((*C.CUfunction)(unsafe.Pointer(hfunc)), hmod, c_name))
 }
 
 // CuModuleGetFunctionCount calls cuabi_cuModuleGetFunctionCount.
@@ -3100,8 +3133,10 @@ func CuModuleGetFunctionCount(count *uint32, mod CUmodule) error {
 }
 
 // CuModuleGetGlobal calls cuabi_cuModuleGetGlobal.
-func CuModuleGetGlobal(dptr *CUdeviceptr, bytes *uint64, hmod CUmodule, name *int8) error {
-	return check(C.cuabi_cuModuleGetGlobal((*C.CUdeviceptr)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), hmod, (*C.char)(unsafe.Pointer(name))))
+func CuModuleGetGlobal(dptr *CUdeviceptr, bytes *uint64, hmod CUmodule, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuModuleGetGlobal((*C.CUdeviceptr)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), hmod, c_name))
 }
 
 // CuModuleGetLoadingMode calls cuabi_cuModuleGetLoadingMode.
@@ -3110,18 +3145,24 @@ func CuModuleGetLoadingMode(mode *CUmoduleLoadingMode) error {
 }
 
 // CuModuleGetSurfRef calls cuabi_cuModuleGetSurfRef.
-func CuModuleGetSurfRef(pSurfRef *CUsurfref, hmod CUmodule, name *int8) error {
-	return check(C.cuabi_cuModuleGetSurfRef((*C.CUsurfref)(unsafe.Pointer(pSurfRef)), hmod, (*C.char)(unsafe.Pointer(name))))
+func CuModuleGetSurfRef(pSurfRef *CUsurfref, hmod CUmodule, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuModuleGetSurfRef((*C.CUsurfref)(unsafe.Pointer(pSurfRef)), hmod, c_name))
 }
 
 // CuModuleGetTexRef calls cuabi_cuModuleGetTexRef.
-func CuModuleGetTexRef(pTexRef *CUtexref, hmod CUmodule, name *int8) error {
-	return check(C.cuabi_cuModuleGetTexRef((*C.CUtexref)(unsafe.Pointer(pTexRef)), hmod, (*C.char)(unsafe.Pointer(name))))
+func CuModuleGetTexRef(pTexRef *CUtexref, hmod CUmodule, name string) error {
+	c_name := C.CString(name)
+	defer C.free(unsafe.Pointer(c_name))
+	return check(C.cuabi_cuModuleGetTexRef((*C.CUtexref)(unsafe.Pointer(pTexRef)), hmod, c_name))
 }
 
 // CuModuleLoad calls cuabi_cuModuleLoad.
-func CuModuleLoad(module *CUmodule, fname *int8) error {
-	return check(C.cuabi_cuModuleLoad((*C.CUmodule)(unsafe.Pointer(module)), (*C.char)(unsafe.Pointer(fname))))
+func CuModuleLoad(module *CUmodule, fname string) error {
+	c_fname := C.CString(fname)
+	defer C.free(unsafe.Pointer(c_fname))
+	return check(C.cuabi_cuModuleLoad((*C.CUmodule)(unsafe.Pointer(module)), c_fname))
 }
 
 // CuModuleLoadData calls cuabi_cuModuleLoadData.
@@ -3250,8 +3291,12 @@ func CuPointerSetAttribute(value unsafe.Pointer, attribute CUpointer_attribute, 
 }
 
 // CuProfilerInitialize calls cuabi_cuProfilerInitialize.
-func CuProfilerInitialize(configFile *int8, outputFile *int8, outputMode CUoutput_mode) error {
-	return check(C.cuabi_cuProfilerInitialize((*C.char)(unsafe.Pointer(configFile)), (*C.char)(unsafe.Pointer(outputFile)), C.CUoutput_mode(outputMode)))
+func CuProfilerInitialize(configFile string, outputFile string, outputMode CUoutput_mode) error {
+	c_configFile := C.CString(configFile)
+	defer C.free(unsafe.Pointer(c_configFile))
+	c_outputFile := C.CString(outputFile)
+	defer C.free(unsafe.Pointer(c_outputFile))
+	return check(C.cuabi_cuProfilerInitialize(c_configFile, c_outputFile, C.CUoutput_mode(outputMode)))
 }
 
 // CuProfilerStart calls cuabi_cuProfilerStart.
