@@ -64,7 +64,7 @@ class Context:
         self.source = Path(args.source).resolve()
         self.here = self.source / "tests" / "languages"
         self.prefix = Path(args.prefix).resolve()
-        self.fake = args.fake
+        self.fake = str(Path(args.fake).resolve())
         self.work = Path(args.work).resolve()
         self.work.mkdir(parents=True, exist_ok=True)
         self.ptx = self.here / "saxpy.ptx"
@@ -135,9 +135,13 @@ def lang_rust(ctx: Context) -> None:
     text = (ctx.here / "rust/Cargo.toml.in").read_text().replace("@CUABI_RUST_CRATE@", crate)
     (project / "Cargo.toml").write_text(text)
     env = dict(ctx.env, CARGO_TARGET_DIR=str(ctx.work / "target"))
-    # the crate's own tests first: every record's layout against driver_api.json
-    build([cargo, "test", "--offline", "-j2", "--manifest-path", Path(crate) / "Cargo.toml"],
-          dict(env, CARGO_TARGET_DIR=str(ctx.work / "crate-target")))
+    # the crate's own tests first (every record's layout against driver_api.json), on a copy:
+    # cargo writes Cargo.lock beside the manifest of the package it tests
+    copy = ctx.work / "cuabi-sys"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(crate, copy)
+    build([cargo, "test", "--offline", "-j2"], dict(env, CARGO_TARGET_DIR=str(ctx.work / "crate-target")),
+          cwd=copy)
     build([cargo, "build", "--offline", "-j2"], env, cwd=project)
     ctx.check_runs("Rust (cuabi-sys)", [ctx.work / "target/debug/saxpy", ctx.ptx])
 
