@@ -158,7 +158,11 @@ static size_t types_size(const signature_shape *shape)
 
 static signature_types types_at(void *storage, const signature_shape *shape)
 {
-    signature_types t = { storage, (ffi_type **)((ffi_type *)storage + shape->nstructs) };
+    signature_types t = { NULL, NULL };
+    if (shape->nstructs > 0) { /* else there is no storage, and nothing to point into */
+        t.structs = storage;
+        t.members = (ffi_type **)(t.structs + shape->nstructs);
+    }
     return t;
 }
 

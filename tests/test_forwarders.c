@@ -328,8 +328,9 @@ static void test_cuabi_call_cache_full(void **state)
 {
     (void)state;
     /* Fill the cache: one entry per (name, version, signature). */
-    int value = 0;
-    void *argv_fill[] = { &value };
+    int device = 0;
+    int *pdevice = &device;
+    void *argv_fill[] = { &pdevice };
     for (int version = 6000; version < 6000 + 4096; version++)
         check_cu(cuabi_call("cuCtxGetDevice", version, "p", argv_fill));
     static struct sent sent;
