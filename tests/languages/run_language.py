@@ -5,14 +5,15 @@ Each example (tests/languages/<lang>/) takes the PTX file saxpy.ptx, initialises
 allocates, copies, launches saxpy (the fake driver runs its host kernel of that name), copies
 back and prints "saxpy on 1000 elements: correct". It is run twice:
 
-  1. on the fake driver (CUABI_LIBCUDA=<fake>): the round trip must succeed;
+  1. on the driver given (CUABI_LIBCUDA=<driver>: the fake in the tests, the real
+     libcuda.so.1 on a GPU machine): the round trip must succeed;
   2. with no driver (CUABI_LIBCUDA=/nonexistent/libcuda.so.1): it must exit with 3 and print
      "cuInit: CUABI_ERROR_DRIVER_NOT_FOUND: <the code's text>".
 
 The language's toolchain must be installed (.ci/setup.sh installs each); where it is not,
 the test is skipped (exit 77) and says which program is missing.
 
-usage: run_language.py LANG --source DIR --prefix DIR --fake LIB --work DIR
+usage: run_language.py LANG --source DIR --prefix DIR --driver LIB --work DIR
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class Context:
         self.source = Path(args.source).resolve()
         self.here = self.source / "tests" / "languages"
         self.prefix = Path(args.prefix).resolve()
-        self.fake = str(Path(args.fake).resolve())
+        self.driver = str(Path(args.driver).resolve())
         self.work = Path(args.work).resolve()
         self.work.mkdir(parents=True, exist_ok=True)
         self.ptx = self.here / "saxpy.ptx"
@@ -86,18 +87,18 @@ class Context:
         return self.pkg_config(f"--variable={name}")[0]
 
     def check_runs(self, label: str, cmd: list, cwd: Path | None = None, env: dict | None = None) -> None:
-        """The round trip on the fake driver, then the no-driver message."""
+        """The round trip on the driver given, then the no-driver message."""
         env = dict(env or self.env)
-        fake = run(cmd, dict(env, CUABI_LIBCUDA=self.fake), cwd)
-        if fake.returncode != 0 or "saxpy on 1000 elements: correct" not in fake.stdout:
-            raise Failure(f"{label}: the round trip on the fake driver failed (status {fake.returncode})")
+        first = run(cmd, dict(env, CUABI_LIBCUDA=self.driver), cwd)
+        if first.returncode != 0 or "saxpy on 1000 elements: correct" not in first.stdout:
+            raise Failure(f"{label}: the round trip on {self.driver} failed (status {first.returncode})")
         text = next(c["text"] for c in self.table["own_codes"] if c["name"] == "CUABI_ERROR_DRIVER_NOT_FOUND")
         expected = f"cuInit: CUABI_ERROR_DRIVER_NOT_FOUND: {text}"
         none = run(cmd, dict(env, CUABI_LIBCUDA=NO_DRIVER), cwd)
         if none.returncode != 3 or expected not in none.stdout:
             raise Failure(f"{label}: without a driver, expected status 3 and the line\n  {expected}\n"
                           f"got status {none.returncode}")
-        print(f"{label}: round trip on the fake driver, and the no-driver message: ok")
+        print(f"{label}: round trip on {self.driver}, and the no-driver message: ok")
 
 
 # ------------------------------------------------------------------------------- languages
@@ -233,7 +234,8 @@ def main() -> int:
     ap.add_argument("lang", choices=sorted(LANGUAGES))
     ap.add_argument("--source", required=True)
     ap.add_argument("--prefix", required=True)
-    ap.add_argument("--fake", required=True)
+    ap.add_argument("--driver", required=True,
+                    help="the driver for the round trip: the fake (tests), or a real libcuda.so.1")
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
     started = time.monotonic()
