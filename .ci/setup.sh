@@ -30,3 +30,34 @@ if ! "$PYTHON" -c "import pytest, cffi, pycparser" 2>/dev/null; then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check pytest cffi pycparser \
     || "$PYTHON" -m pip install --quiet --disable-pip-version-check --break-system-packages pytest cffi pycparser
 fi
+
+# ---- languages (tests/languages, docs/languages): the toolchains of every language whose
+# example CI builds against cuabi. Debian's packages, and Zig from PyPI (Debian 12 has none).
+# About 2-3 minutes on a fresh machine; the tests themselves take about a minute.
+CUABI_LANGUAGE_DEBS=(golang-go luajit libjna-java default-jdk-headless)
+command -v cargo >/dev/null 2>&1 || CUABI_LANGUAGE_DEBS+=(rustc cargo)
+# Node.js with its headers (node_api.h, for the Node-API addon); a Node installed from
+# elsewhere with its headers beside it is used as it is.
+if ! command -v node >/dev/null 2>&1; then
+  CUABI_LANGUAGE_DEBS+=(nodejs libnode-dev)
+elif [ ! -e "$(dirname "$(readlink -f "$(command -v node)")")/../include/node/node_api.h" ] &&
+     [ ! -e /usr/include/node/node_api.h ]; then
+  CUABI_LANGUAGE_DEBS+=(libnode-dev)
+fi
+missing=()
+for pkg in "${CUABI_LANGUAGE_DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "== installing the languages' Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Zig 0.13 (its `zig cc` and @cImport); the example is written for this version.
+if ! "$PYTHON" -m ziglang version 2>/dev/null | grep -qx 0.13.0; then
+  echo "== installing ziglang 0.13.0 for $PYTHON"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check ziglang==0.13.0 \
+    || "$PYTHON" -m pip install --quiet --disable-pip-version-check --break-system-packages ziglang==0.13.0
+fi

@@ -12,7 +12,8 @@
  * The driver is the fake in record mode: every entry point is a closure that
  * only records raw argument bits, so a well-formed signature that does not
  * match the entry point's real one is still safe to call. Every argument
- * points at zeroed storage.
+ * points at the same zeroed storage, large enough for the largest struct a
+ * signature may pass by value.
  *
  * Build: cmake -DCUABI_BUILD_FUZZ=ON -DCUABI_SANITIZE=address,undefined with
  * clang; run: fuzz_call -max_total_time=60 fuzz/corpus.
@@ -72,12 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         call_name = name;
     }
 
-    /* One 8-byte zeroed slot per letter (a malformed signature may be long). */
-    uint64_t slots[64];
+    /* Every parameter reads zeros: a scalar, or a struct by value of at most
+     * CUABI_CALL_MAX_STRUCT_MEMBERS members of 8 bytes, with padding. */
+    static const uint64_t zeros[2 * CUABI_CALL_MAX_STRUCT_MEMBERS];
     void *args[64];
-    memset(slots, 0, sizeof slots);
     for (size_t k = 0; k < 64; k++)
-        args[k] = &slots[k];
+        args[k] = (void *)zeros;
 
     CUresult rc = cuabi_call(call_name, version, signature, args);
     if (version < 0 && rc != CUDA_ERROR_INVALID_VALUE && rc != CUABI_ERROR_BAD_SIGNATURE)

@@ -79,8 +79,10 @@ extern "C" {
 #define CUABI_DEFAULT_STREAM_LEGACY     0
 #define CUABI_DEFAULT_STREAM_PER_THREAD 1
 
-/* The most parameters cuabi_call() accepts. */
+/* The most parameters cuabi_call() accepts, and the most members the structs
+ * one signature passes by value may have in all (a [N] counts N). */
 #define CUABI_CALL_MAX_PARAMS 32
+#define CUABI_CALL_MAX_STRUCT_MEMBERS 1024
 
 /*
  * The packet of cuabi_launch_packed(): this 32-byte header, followed at
@@ -153,11 +155,16 @@ CUABI_API CUresult CUABI_CALL cuabi_get_proc(const char *name, int32_t cuda_vers
 
 /*
  * Calls any driver entry point by name.  signature has one letter per
- * parameter: i int32, I uint32 (and enums), q int64, Q uint64 (and
- * CUdeviceptr), z size_t, p any pointer or handle, f float, d double; ""
- * for none; at most CUABI_CALL_MAX_PARAMS.  args[k] points at the value of
- * parameter k.  The entry point is looked up as by cuabi_get_proc with the
- * process's default stream mode.  Returns the entry point's result, or
+ * parameter: B uint8, H uint16, i int32, I uint32 (and enums), q int64,
+ * Q uint64 (and CUdeviceptr), z size_t, p any pointer or handle, f float,
+ * d double, or {...} for a struct passed by value, with its members inside:
+ * letters, [N] for an array of N bytes (char, unsigned char), or a nested
+ * {...} ("{Ii}" is CUmemLocation, "{[64]}" CUipcMemHandle); "" for none.  At
+ * most CUABI_CALL_MAX_PARAMS parameters and CUABI_CALL_MAX_STRUCT_MEMBERS
+ * struct members.  driver_api.json gives every entry point's signature.
+ * args[k] points at the value of parameter k (for a struct, at the struct).
+ * The entry point is looked up as by cuabi_get_proc with the process's
+ * default stream mode.  Returns the entry point's result, or
  * CUABI_ERROR_BAD_SIGNATURE, or a load or lookup error.
  */
 CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,

@@ -8,7 +8,8 @@
  * built before it is published with a release store, and never changes or
  * goes away afterwards.  Inserts happen under the library lock.  The table
  * holds at most CACHE_LIMIT entries; beyond that calls still work, but
- * prepare their call interface on the stack each time.
+ * prepare their call interface each time.  An entry also holds the libffi
+ * types of the structs its signature passes by value.
  */
 #include "internal.h"
 
@@ -28,32 +29,205 @@ typedef struct call_entry {
     ffi_type *types[CUABI_CALL_MAX_PARAMS];
     const char *name;      /* copies, stored after the struct */
     const char *signature;
+    /* then the struct types of the signature and their member lists (signature_types) */
 } call_entry;
 
 static _Atomic(call_entry *) buckets[BUCKETS];
 static unsigned cached_entries; /* under the library lock */
 
-/* Maps the signature letters to libffi types; returns the count, or -1 if
- * the string is malformed (unknown letter, too many). */
-static int parse_signature(const char *signature, ffi_type **types)
+/*
+ * Signatures (docs/abi.md): one letter per parameter, or {...} for a struct
+ * passed by value, whose members are letters, [N] (N bytes, 1 <= N) or
+ * nested {...}.  Checking a signature (scan_signature) counts the libffi
+ * types it needs; building them (fill_signature) writes them into storage
+ * of exactly that size, in a cache entry or, when the cache is full, in a
+ * block freed after the call.
+ */
+#define MAX_STRUCT_DEPTH 8
+
+typedef struct signature_shape {
+    int nargs;    /* parameters */
+    int nstructs; /* struct types, nested ones included */
+    int nmembers; /* members of all of them (a [N] counts N) */
+} signature_shape;
+
+static ffi_type *letter_type(char c)
 {
-    int n = 0;
-    for (const char *c = signature; *c != '\0'; c++, n++) {
-        if (n == CUABI_CALL_MAX_PARAMS)
+    switch (c) {
+    case 'B': return &ffi_type_uint8;
+    case 'H': return &ffi_type_uint16;
+    case 'i': return &ffi_type_sint32;
+    case 'I': return &ffi_type_uint32;
+    case 'q': return &ffi_type_sint64;
+    case 'Q': return &ffi_type_uint64;
+    case 'z': return sizeof(size_t) == 8 ? &ffi_type_uint64 : &ffi_type_uint32;
+    case 'p': return &ffi_type_pointer;
+    case 'f': return &ffi_type_float;
+    case 'd': return &ffi_type_double;
+    default: return NULL;
+    }
+}
+
+/* The N of "[N]" at s (plain decimal digits, no leading zero, 1..limit); *end
+ * is set past the ']'.  0 when malformed or out of range. */
+static int array_length(const char *s, int limit, const char **end)
+{
+    long n = 0;
+    const char *c = s + 1;
+    if (*c < '1' || *c > '9')
+        return 0;
+    for (; *c >= '0' && *c <= '9'; c++) {
+        n = n * 10 + (*c - '0');
+        if (n > limit)
+            return 0;
+    }
+    if (*c != ']')
+        return 0;
+    *end = c + 1;
+    return (int)n;
+}
+
+/* Checks the struct body after a '{' and counts what it needs; returns the
+ * text after its '}', or NULL when malformed or over the limits. */
+static const char *scan_struct(const char *s, int depth, signature_shape *shape)
+{
+    int members = 0;
+    if (depth > MAX_STRUCT_DEPTH)
+        return NULL;
+    shape->nstructs++;
+    while (*s != '}') {
+        if (*s == '{') {
+            s = scan_struct(s + 1, depth + 1, shape);
+            if (s == NULL)
+                return NULL;
+            members++;
+        } else if (*s == '[') {
+            int n = array_length(s, CUABI_CALL_MAX_STRUCT_MEMBERS, &s);
+            if (n == 0)
+                return NULL;
+            members += n;
+        } else if (letter_type(*s) != NULL) {
+            members++;
+            s++;
+        } else {
+            return NULL; /* the end of the text, a stray ']' or another letter */
+        }
+        if (members > CUABI_CALL_MAX_STRUCT_MEMBERS)
+            return NULL;
+    }
+    if (members == 0)
+        return NULL;
+    shape->nmembers += members;
+    if (shape->nmembers > CUABI_CALL_MAX_STRUCT_MEMBERS)
+        return NULL;
+    return s + 1;
+}
+
+/* Checks a whole signature; 0 with *shape filled, -1 when malformed. */
+static int scan_signature(const char *signature, signature_shape *shape)
+{
+    shape->nargs = shape->nstructs = shape->nmembers = 0;
+    for (const char *s = signature; *s != '\0'; shape->nargs++) {
+        if (shape->nargs == CUABI_CALL_MAX_PARAMS)
             return -1;
-        switch (*c) {
-        case 'i': types[n] = &ffi_type_sint32; break;
-        case 'I': types[n] = &ffi_type_uint32; break;
-        case 'q': types[n] = &ffi_type_sint64; break;
-        case 'Q': types[n] = &ffi_type_uint64; break;
-        case 'z': types[n] = sizeof(size_t) == 8 ? &ffi_type_uint64 : &ffi_type_uint32; break;
-        case 'p': types[n] = &ffi_type_pointer; break;
-        case 'f': types[n] = &ffi_type_float; break;
-        case 'd': types[n] = &ffi_type_double; break;
-        default: return -1;
+        if (*s == '{') {
+            s = scan_struct(s + 1, 0, shape);
+            if (s == NULL)
+                return -1;
+        } else if (letter_type(*s) != NULL) {
+            s++;
+        } else {
+            return -1;
         }
     }
-    return n;
+    return 0;
+}
+
+/* Where fill_signature writes the struct types and their member lists. */
+typedef struct signature_types {
+    ffi_type *structs;
+    ffi_type **members;
+} signature_types;
+
+/* Bytes of storage for the struct types and their member lists (each ends in NULL). */
+static size_t types_size(const signature_shape *shape)
+{
+    return (size_t)shape->nstructs * sizeof(ffi_type) +
+           (size_t)(shape->nmembers + shape->nstructs) * sizeof(ffi_type *);
+}
+
+static signature_types types_at(void *storage, const signature_shape *shape)
+{
+    signature_types t = { NULL, NULL };
+    if (shape->nstructs > 0) { /* else there is no storage, and nothing to point into */
+        t.structs = storage;
+        t.members = (ffi_type **)(t.structs + shape->nstructs);
+    }
+    return t;
+}
+
+/* The direct members of the struct body at s (after its '{'). */
+static int direct_members(const char *s)
+{
+    int count = 0, depth = 0;
+    for (; depth > 0 || *s != '}'; s++) {
+        if (*s == '{') {
+            if (depth++ == 0)
+                count++;
+        } else if (*s == '}') {
+            depth--;
+        } else if (depth == 0 && *s == '[') {
+            const char *end = s;
+            count += array_length(s, CUABI_CALL_MAX_STRUCT_MEMBERS, &end);
+            s = end - 1; /* the ']'; the loop steps past it */
+        } else if (depth == 0) {
+            count++;
+        }
+    }
+    return count;
+}
+
+/* Builds the struct type whose body starts at *s (after its '{'). */
+static ffi_type *fill_struct(const char **s, signature_types *out)
+{
+    ffi_type *type = out->structs++;
+    int count = direct_members(*s);
+    ffi_type **members = out->members;
+    out->members += count + 1;
+    const char *c = *s;
+    int k = 0;
+    while (*c != '}') {
+        if (*c == '{') {
+            c++;
+            members[k++] = fill_struct(&c, out);
+        } else if (*c == '[') {
+            for (int n = array_length(c, CUABI_CALL_MAX_STRUCT_MEMBERS, &c); n > 0; n--)
+                members[k++] = &ffi_type_uint8;
+        } else {
+            members[k++] = letter_type(*c++);
+        }
+    }
+    members[k] = NULL;
+    type->size = 0;
+    type->alignment = 0;
+    type->type = FFI_TYPE_STRUCT;
+    type->elements = members;
+    *s = c + 1;
+    return type;
+}
+
+/* The libffi type of each parameter of a signature scan_signature accepted. */
+static void fill_signature(const char *signature, ffi_type **args, signature_types out)
+{
+    int n = 0;
+    for (const char *s = signature; *s != '\0'; n++) {
+        if (*s == '{') {
+            s++;
+            args[n] = fill_struct(&s, &out);
+        } else {
+            args[n] = letter_type(*s++);
+        }
+    }
 }
 
 /* FNV-1a over the name, the signature and the version. */
@@ -82,7 +256,7 @@ static call_entry *find_entry(call_entry *e, uint64_t hash, const char *name,
  * entry to call through, or NULL when the cache is full or memory is short
  * (the caller then prepares a one-off call interface). */
 static call_entry *insert(uint64_t hash, const char *name, const char *signature,
-                          int32_t cuda_version, void *fn, ffi_type *const *types, int nargs)
+                          int32_t cuda_version, void *fn, const signature_shape *shape)
 {
     _Atomic(call_entry *) *bucket = &buckets[hash & (BUCKETS - 1)];
     call_entry *result = NULL;
@@ -92,10 +266,12 @@ static call_entry *insert(uint64_t hash, const char *name, const char *signature
     result = find_entry(atomic_load_explicit(bucket, memory_order_relaxed), hash, name,
                         signature, cuda_version);
     if (result == NULL && cached_entries < CACHE_LIMIT) {
+        /* The struct types first (pointer-aligned, right after the entry), then the strings. */
+        size_t types_bytes = types_size(shape);
         size_t name_len = strlen(name) + 1, sig_len = strlen(signature) + 1;
-        call_entry *e = malloc(sizeof *e + name_len + sig_len);
+        call_entry *e = malloc(sizeof *e + types_bytes + name_len + sig_len);
         if (e != NULL) {
-            char *strings = (char *)(e + 1);
+            char *strings = (char *)(e + 1) + types_bytes;
             memcpy(strings, name, name_len);
             memcpy(strings + name_len, signature, sig_len);
             e->name = strings;
@@ -103,8 +279,8 @@ static call_entry *insert(uint64_t hash, const char *name, const char *signature
             e->hash = hash;
             e->cuda_version = cuda_version;
             e->fn = fn;
-            memcpy(e->types, types, (size_t)nargs * sizeof types[0]);
-            if (ffi_prep_cif(&e->cif, FFI_DEFAULT_ABI, (unsigned)nargs, &ffi_type_uint32,
+            fill_signature(signature, e->types, types_at(e + 1, shape));
+            if (ffi_prep_cif(&e->cif, FFI_DEFAULT_ABI, (unsigned)shape->nargs, &ffi_type_uint32,
                              e->types) == FFI_OK) {
                 e->next = atomic_load_explicit(bucket, memory_order_relaxed);
                 atomic_store_explicit(bucket, e, memory_order_release);
@@ -128,6 +304,26 @@ static CUresult invoke(ffi_cif *cif, void *fn, void *const *args)
     return (CUresult)(uint32_t)result;
 }
 
+/* A call the cache cannot hold: its types in a block of their own, freed afterwards. */
+static CUresult invoke_uncached(void *fn, const char *signature, const signature_shape *shape,
+                                void *const *args)
+{
+    ffi_type *types[CUABI_CALL_MAX_PARAMS];
+    void *storage = NULL;
+    if (shape->nstructs > 0) {
+        storage = malloc(types_size(shape));
+        if (storage == NULL)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    fill_signature(signature, types, types_at(storage, shape));
+    ffi_cif cif;
+    CUresult rc = CUABI_ERROR_BAD_SIGNATURE;
+    if (ffi_prep_cif(&cif, FFI_DEFAULT_ABI, (unsigned)shape->nargs, &ffi_type_uint32, types) == FFI_OK)
+        rc = invoke(&cif, fn, args);
+    free(storage);
+    return rc;
+}
+
 CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,
                                          const char *signature, void *const *args)
 {
@@ -135,15 +331,14 @@ CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,
         return CUDA_ERROR_INVALID_VALUE;
 
     /* A malformed signature is reported as such whatever else is wrong. */
-    ffi_type *types[CUABI_CALL_MAX_PARAMS];
-    int nargs = parse_signature(signature, types);
-    if (nargs < 0)
+    signature_shape shape;
+    if (scan_signature(signature, &shape) != 0)
         return CUABI_ERROR_BAD_SIGNATURE;
     if (cuda_version < 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (nargs > 0 && args == NULL)
+    if (shape.nargs > 0 && args == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    for (int k = 0; k < nargs; k++)
+    for (int k = 0; k < shape.nargs; k++)
         if (args[k] == NULL)
             return CUDA_ERROR_INVALID_VALUE;
 
@@ -164,12 +359,8 @@ CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,
     if (rc != CUDA_SUCCESS)
         return rc;
 
-    e = insert(hash, name, signature, cuda_version, fn, types, nargs);
+    e = insert(hash, name, signature, cuda_version, fn, &shape);
     if (e != NULL)
         return invoke(&e->cif, e->fn, args);
-
-    ffi_cif cif;
-    if (ffi_prep_cif(&cif, FFI_DEFAULT_ABI, (unsigned)nargs, &ffi_type_uint32, types) != FFI_OK)
-        return CUABI_ERROR_BAD_SIGNATURE;
-    return invoke(&cif, fn, args);
+    return invoke_uncached(fn, signature, &shape, args);
 }

@@ -251,6 +251,121 @@ static void test_lookup_failures(void **state)
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_get_proc("cuMemAlloc", 3020, 0, NULL));
 }
 
+/* B and H: cuMemsetD8 ("QBz") and cuMemsetD16 ("QHz") write their value. */
+static void test_small_integer_letters(void **state)
+{
+    (void)state;
+    setup_primary_context();
+    CUdeviceptr d = 0;
+    check_cu(cuabi_cuMemAlloc(&d, 64));
+    uint8_t byte = 0xA7;
+    size_t count = 64;
+    void *args8[] = { &d, &byte, &count };
+    check_cu(cuabi_call("cuMemsetD8", 3020, "QBz", args8));
+    uint8_t back8[64];
+    check_cu(cuabi_cuMemcpyDtoH(back8, d, sizeof back8));
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(back8[i], 0xA7);
+    uint16_t half = 0xBEEF;
+    count = 32;
+    void *args16[] = { &d, &half, &count };
+    check_cu(cuabi_call("cuMemsetD16", 3020, "QHz", args16));
+    uint16_t back16[32];
+    check_cu(cuabi_cuMemcpyDtoH(back16, d, sizeof back16));
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(back16[i], 0xBEEF);
+    check_cu(cuabi_cuMemFree(d));
+    release_primary_context();
+}
+
+/* Structs by value, on a real launch: cuLaunchKernel's first six parameters fill the six
+ * integer registers of x86-64, so blockDimZ and sharedMemBytes travel in two 8-byte stack
+ * slots, which a 16-byte struct fills the same way ({[16]} with the bytes of both, or
+ * {{Q}{Q}}). A struct member of the wrong size or a nested struct built wrongly moves
+ * every later argument, and the kernel launch_info reports what the driver received. */
+static void test_structs_by_value(void **state)
+{
+    (void)state;
+#if defined(__x86_64__) && defined(__linux__)
+    setup_primary_context();
+    CUmodule mod;
+    CUfunction info;
+    check_cu(cuabi_cuModuleLoadData(&mod, fake_module_image));
+    check_cu(cuabi_cuModuleGetFunction(&info, mod, "launch_info"));
+    CUdeviceptr out;
+    check_cu(cuabi_cuMemAlloc(&out, 8 * sizeof(uint32_t)));
+    void *kernel_args[] = { &out };
+    void **params = kernel_args, **extra = NULL;
+    CUstream stream = NULL;
+    uint32_t grid[3] = { 2, 3, 4 }, block[2] = { 5, 6 };
+    const uint32_t block_z = 7, shared = 96;
+    unsigned char bytes[16] = { 0 };
+    memcpy(bytes, &block_z, 4);
+    memcpy(bytes + 8, &shared, 4);
+    struct { uint64_t z, shared; } nested = { block_z, shared };
+    const char *signatures[] = { "pIIIIIIIppp", "pIIIII{[16]}ppp", "pIIIII{{Q}{Q}}ppp" };
+    for (int s = 0; s < 3; s++) {
+        void *args[11] = { &info, &grid[0], &grid[1], &grid[2], &block[0], &block[1] };
+        if (s == 0) {
+            args[6] = (void *)&block_z;
+            args[7] = (void *)&shared;
+        } else {
+            args[6] = s == 1 ? (void *)bytes : (void *)&nested;
+        }
+        int next = s == 0 ? 8 : 7;
+        args[next++] = &stream;
+        args[next++] = &params;
+        args[next++] = &extra;
+        check_cu(cuabi_cuMemsetD32(out, 0, 8));
+        check_cu(cuabi_call("cuLaunchKernel", 4000, signatures[s], args));
+        uint32_t seen[8];
+        check_cu(cuabi_cuMemcpyDtoH(seen, out, sizeof seen));
+        const uint32_t want[7] = { 2, 3, 4, 5, 6, block_z, shared };
+        for (int k = 0; k < 7; k++)
+            if (seen[k] != want[k])
+                fail_msg("%s: launch_info word %d is %u, want %u", signatures[s], k, seen[k], want[k]);
+    }
+    check_cu(cuabi_cuMemFree(out));
+    check_cu(cuabi_cuModuleUnload(mod));
+    release_primary_context();
+#else
+    skip();
+#endif
+}
+
+/* Struct signatures that are not well formed, or over the limits, are refused before any
+ * look-up; those at the limits are accepted. */
+static void test_malformed_struct_signatures(void **state)
+{
+    (void)state;
+    static unsigned char storage[8192];
+    void *args[40];
+    for (int i = 0; i < 40; i++)
+        args[i] = storage;
+    uint64_t asked = ((fakecuda_request_total_fn)fake_symbol("fakecuda_request_total"))();
+    static const char *const bad[] = {
+        "{", "}", "{}", "p}", "{p", "{p}}", "{{p}", "[4]", "p[4]", "{[]}", "{[0]}", "{[01]}",
+        "{[4}", "{[4]]}", "{[-4]}", "{[+4]}", "{[ 4]}", "{[4 ]}", "{[x]}", "{]}", "{[4]x}", "{P}",
+        "{[1025]}",                  /* more than CUABI_CALL_MAX_STRUCT_MEMBERS */
+        "{[1000]}{[25]}",            /* the same, over two structs */
+        "{[99999999999999999999]}",  /* a count that overflows */
+        "{{{{{{{{{{p}}}}}}}}}}",     /* ten levels: nested too deep */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (cuabi_call("cuIpcOpenEventHandle", 0, bad[i], args) != CUABI_ERROR_BAD_SIGNATURE)
+            fail_msg("\"%s\" was not refused as a bad signature", bad[i]);
+        assert_cu(CUABI_ERROR_BAD_SIGNATURE, cuabi_call("noSuchEntryPoint", 0, bad[i], args));
+    }
+    assert_int_equal(((fakecuda_request_total_fn)fake_symbol("fakecuda_request_total"))(), asked);
+    /* At the limits: well formed, so they reach the look-up. */
+    static const char *const good[] = {
+        "{[1024]}", "{[1000]}{[24]}", "{{{{{{{{{p}}}}}}}}}", "BH{BHiIqQzpfd[3]{d}}", "{[1]}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (cuabi_call("noSuchEntryPoint", 0, good[i], args) != CUABI_ERROR_ENTRY_POINT_NOT_FOUND)
+            fail_msg("\"%s\" was refused", good[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +374,9 @@ int main(void)
         cmocka_unit_test(test_every_letter_reaches_the_callee),
         cmocka_unit_test(test_cache_key_has_version_and_signature),
         cmocka_unit_test(test_lookup_failures),
+        cmocka_unit_test(test_small_integer_letters),
+        cmocka_unit_test(test_structs_by_value),
+        cmocka_unit_test(test_malformed_struct_signatures),
     };
     return cmocka_run_group_tests_name("cuabi_call and cuabi_get_proc", tests, NULL, NULL);
 }

@@ -11,6 +11,10 @@
  * saw. ctest runs this program twice, in separate processes: once as is
  * (legacy default stream) and once with CUABI_PER_THREAD_DEFAULT_STREAM=1,
  * because the stream mode is chosen once per process.
+ *
+ * Each entry point is also called through cuabi_call() with the signature
+ * string driver_api.json gives it, so that every signature the table uses
+ * (small integers, structs by value, byte arrays) is known to work there.
  */
 #define _GNU_SOURCE
 #include "support.h"
@@ -166,7 +170,13 @@ struct sent {
     unsigned char structs[FAKECUDA_MAX_ARGS][FAKECUDA_MAX_STRUCT];
 };
 
-static void call_forwarder(const struct entry *e, void *fn, CUresult result, struct sent *sent)
+/* How call_forwarder calls the entry point: its forwarder, through libffi, or
+ * cuabi_call() with a signature string (the entry's own, or call_signature). */
+enum call_route { THROUGH_FORWARDER, THROUGH_CUABI_CALL };
+static const char *call_signature; /* NULL: the entry's */
+
+static void call_entry_point(const struct entry *e, enum call_route route, void *fn, CUresult result,
+                             struct sent *sent)
 {
     static struct signature sig; /* large; parsed per call */
     union value values[FAKECUDA_MAX_ARGS];
@@ -194,10 +204,21 @@ static void call_forwarder(const struct entry *e, void *fn, CUresult result, str
             argv[k] = &values[k];
         }
     }
-    ffi_arg ret = 0;
     set_result((int)result);
+    if (route == THROUGH_CUABI_CALL) {
+        int version = per_thread ? e->ptds_version : e->version;
+        const char *signature = call_signature != NULL ? call_signature : e->signature;
+        assert_cu(result, cuabi_call(e->driver_name, version, signature, argv));
+        return;
+    }
+    ffi_arg ret = 0;
     ffi_call(&cif, FFI_FN(fn), &ret, argv);
     assert_cu(result, (CUresult)(uint32_t)ret);
+}
+
+static void call_forwarder(const struct entry *e, void *fn, CUresult result, struct sent *sent)
+{
+    call_entry_point(e, THROUGH_FORWARDER, fn, result, sent);
 }
 
 static void check_recorded(const struct entry *e, const struct sent *sent)
@@ -266,6 +287,61 @@ static void test_forwarder(void **state)
     assert_int_equal(again.count, after.count);
 }
 
+/* The same entry point through cuabi_call() with the signature driver_api.json
+ * gives it: every letter and every struct passed by value reaches the driver
+ * unchanged (the recording closure is built from the same signature). */
+static void test_cuabi_call(void **state)
+{
+    const struct entry *e = *state;
+    static struct sent sent;
+    uint64_t count = record_count();
+    call_entry_point(e, THROUGH_CUABI_CALL, NULL, (CUresult)(2000 + e->index), &sent);
+    assert_int_equal(record_count(), count + 1);
+    check_recorded(e, &sent);
+    /* Again, from cuabi_call's cache. */
+    call_entry_point(e, THROUGH_CUABI_CALL, NULL, CUDA_SUCCESS, &sent);
+    check_recorded(e, &sent);
+    if (strchr(e->signature, '{') == NULL)
+        return;
+    /* Each struct wrapped in one more: {{Ii}} has {Ii}'s bytes and passes the same way, so
+     * the driver must see the same values (nested structs in cuabi_call's signatures). */
+    char nested[2 * FAKECUDA_MAX_ARGS + 64];
+    size_t n = 0;
+    for (const char *c = e->signature; *c != '\0'; c++) {
+        if (*c == '{')
+            nested[n++] = '{';
+        nested[n++] = *c;
+        if (*c == '}')
+            nested[n++] = '}';
+        assert_true(n + 2 < sizeof nested);
+    }
+    nested[n] = '\0';
+    call_signature = nested;
+    call_entry_point(e, THROUGH_CUABI_CALL, NULL, (CUresult)(3000 + e->index), &sent);
+    call_signature = NULL;
+    check_recorded(e, &sent);
+}
+
+/* Once cuabi_call's cache is full (4096 entries), calls still work: their libffi types
+ * are built for the one call. Structs by value take that path here. */
+static void test_cuabi_call_cache_full(void **state)
+{
+    (void)state;
+    /* Fill the cache: one entry per (name, version, signature). */
+    int device = 0;
+    int *pdevice = &device;
+    void *argv_fill[] = { &pdevice };
+    for (int version = 6000; version < 6000 + 4096; version++)
+        check_cu(cuabi_call("cuCtxGetDevice", version, "p", argv_fill));
+    static struct sent sent;
+    for (size_t i = 0; i < ENTRY_COUNT; i++) {
+        if (strchr(entries[i].signature, '{') == NULL)
+            continue;
+        call_entry_point(&entries[i], THROUGH_CUABI_CALL, NULL, (CUresult)(4000 + i), &sent);
+        check_recorded(&entries[i], &sent);
+    }
+}
+
 /* The table is complete: as many forwarders as the generated table has rows,
  * and every index appears once, in order. */
 static void test_table_is_dense(void **state)
@@ -278,18 +354,28 @@ static void test_table_is_dense(void **state)
 
 int main(void)
 {
-    struct CMUnitTest *tests = calloc(ENTRY_COUNT + 1, sizeof *tests);
+    /* Per entry point: its forwarder, then cuabi_call with its signature; the cache-full
+     * test last, since it fills the process's cuabi_call cache. */
+    const size_t count = 2 * ENTRY_COUNT + 2;
+    struct CMUnitTest *tests = calloc(count, sizeof *tests);
+    static char names[ENTRY_COUNT][160];
     if (tests == NULL)
         return 1;
     tests[0] = (struct CMUnitTest)cmocka_unit_test(test_table_is_dense);
     for (size_t i = 0; i < ENTRY_COUNT; i++) {
-        tests[i + 1].name = entries[i].name;
-        tests[i + 1].test_func = test_forwarder;
-        tests[i + 1].initial_state = (void *)&entries[i];
+        tests[2 * i + 1].name = entries[i].name;
+        tests[2 * i + 1].test_func = test_forwarder;
+        tests[2 * i + 1].initial_state = (void *)&entries[i];
+        snprintf(names[i], sizeof names[i], "cuabi_call %s \"%s\"", entries[i].driver_name,
+                 entries[i].signature);
+        tests[2 * i + 2].name = names[i];
+        tests[2 * i + 2].test_func = test_cuabi_call;
+        tests[2 * i + 2].initial_state = (void *)&entries[i];
     }
+    tests[count - 1] = (struct CMUnitTest)cmocka_unit_test(test_cuabi_call_cache_full);
     int failed = _cmocka_run_group_tests(getenv("CUABI_PER_THREAD_DEFAULT_STREAM") ? "forwarders (per-thread)"
                                                                                 : "forwarders (legacy)",
-                                         tests, ENTRY_COUNT + 1, group_setup, NULL);
+                                         tests, count, group_setup, NULL);
     free(tests);
     return failed;
 }

@@ -9,6 +9,7 @@ Reads cuda.h, cudaProfiler.h and cudaTypedefs.h of a CUDA toolkit (default
   include/cuabi/compat/cuda.h       maps cuXxx to cuabi_cuXxx for existing driver-API code
   include/cuabi/compat/cudaProfiler.h
   include/cuabi/driver_api.json     the machine-readable table (for Python and other generators)
+  include/cuabi/cuabi_cdef.h        the API as plain declarations, for LuaJIT's ffi.cdef and cffi
   lib/entry_table.h, lib/entry_table.c  the entry-point table (slots, names, pinned versions)
   lib/forwarders.c                  the exported forwarders
   abi.map                           the forwarders region of each version node (hand-owned file)
@@ -64,7 +65,7 @@ GUARD_OPEN = re.compile(r"^\s*#\s*ifndef\s+(\w+)\s*$")
 RESULT_CODES_HEADER = REPO / "include" / "cuabi" / "result_codes.h"
 
 # Version of driver_api.json's layout; raised whenever a key changes meaning or goes away.
-JSON_FORMAT_VERSION = 2
+JSON_FORMAT_VERSION = 3
 
 FAKE_STDINT = """typedef signed char int8_t; typedef unsigned char uint8_t;
 typedef short int16_t; typedef unsigned short uint16_t;
@@ -489,8 +490,10 @@ def classify_pointers(h: Headers, eps: list[EntryPoint]) -> None:
                 param.direction = "out"
             if param.direction in ("out", "inout"):
                 param.pointee = h.gen.visit(h.strip_name(target)).strip()
-                param.pointee_code = h.code_of(target) if not pointee_canon.startswith(
-                    ("struct ", "union ")) else None
+                # null only for a struct or union the call writes; a handle is a pointer ('p')
+                is_record = pointee_canon.startswith(("struct ", "union ")) and \
+                    not pointee_canon.endswith("*")
+                param.pointee_code = None if is_record else h.code_of(target)
 
 
 def pin_versions(h: Headers, eps: list[EntryPoint], cuda_include: Path) -> None:
@@ -795,6 +798,254 @@ def record_layouts(h: Headers) -> dict[str, dict]:
 
 
 # --------------------------------------------------------------------------------------
+# What bindings in other languages need beyond the entry points (driver_api.json format 3):
+# every typedef and what it names, callback signatures, constants with their C type, cuabi's
+# own constants and record; and the declarations-only header for C-declaration FFIs.
+
+
+def named_type_info(h: Declarations, node: c_ast.Node) -> dict:
+    """What a declared type is, for a binding: kind, C text of its base type, letter, size."""
+    t = node.type if isinstance(node, (c_ast.Decl, c_ast.Typename, c_ast.Typedef)) else node
+    if isinstance(t, c_ast.PtrDecl) and isinstance(t.type, c_ast.FuncDecl):
+        return {"kind": "callback", "code": "p", "size": 8}
+    if isinstance(t, c_ast.FuncDecl):
+        return {"kind": "function", "code": None, "size": None}
+    canon = re.sub(r"^(const|volatile) ", "", h.canonical(t))
+    if canon.endswith("*"):
+        target = canon[:-1].strip()
+        opaque = re.fullmatch(r"(struct|union) (\w+)", target) is not None and \
+            not any(n.name == target.split()[1] and n.decls is not None
+                    for ext in h.type_decls for n in walk_records(ext))
+        return {"kind": "handle" if opaque else "pointer", "base": canon, "code": "p", "size": 8}
+    if canon.startswith("enum "):
+        return {"kind": "enum", "base": "unsigned int", "code": "I", "size": 4}
+    if canon.startswith(("struct ", "union ")):
+        return {"kind": canon.split()[0], "code": None, "size": None}
+    code = h.code_of(t)
+    if code == "?" or canon not in SCALAR_SIZES and "size_t" not in h.typedef_chain(t):
+        raise GeneratorError(f"no kind for the type {canon}")
+    kind = "float" if code in "fd" else "integer"
+    return {"kind": kind, "base": canon if canon in SCALAR_SIZES else "size_t", "code": code,
+            "size": SCALAR_SIZES.get(canon, 8)}
+
+
+def enum_of_typedef(h: Headers, ext: c_ast.Typedef, enums: dict) -> str | None:
+    """The key in `enums` of the enum a typedef names."""
+    node = ext.type.type if isinstance(ext.type, c_ast.TypeDecl) else None
+    if isinstance(node, c_ast.Enum):
+        if node.values is not None:
+            return ext.name
+        for other in h.type_decls:
+            for n in walk_enums(other):
+                if n.name == node.name:
+                    return enum_display_name(other, n)
+    if isinstance(node, c_ast.IdentifierType) and " ".join(node.names) in h.typedefs:
+        return enum_of_typedef(h, h.typedefs[" ".join(node.names)], enums)
+    return None
+
+
+def record_of_typedef(h: Headers, ext: c_ast.Typedef, records: dict) -> str | None:
+    """The key in `records` of the struct or union a typedef names (None when opaque)."""
+    if ext.name in records:
+        return ext.name
+    node = ext.type.type if isinstance(ext.type, c_ast.TypeDecl) else None
+    if isinstance(node, c_ast.IdentifierType) and " ".join(node.names) in h.typedefs:
+        return record_of_typedef(h, h.typedefs[" ".join(node.names)], records)
+    if isinstance(node, (c_ast.Struct, c_ast.Union)) and f"{type(node).__name__.lower()} {node.name}" in records:
+        return f"{type(node).__name__.lower()} {node.name}"
+    return None
+
+
+def callback_signature(h: Declarations, func: c_ast.FuncDecl) -> dict:
+    returns = c_ast.Typename(None, [], None, func.type)
+    ret_text = h.gen.visit(func.type).strip()
+    params = []
+    for i, p in enumerate(func.args.params if func.args else []):
+        if h.canonical(p) == "void":
+            continue
+        params.append({"name": p.name or f"arg{i}", "type": h.c_type(p), "code": h.code_of(p)})
+    return {"returns": {"type": ret_text, "code": None if ret_text == "void" else h.code_of(returns)},
+            "params": params}
+
+
+def typedef_table(h: Headers, enums: dict, records: dict) -> tuple[dict, dict]:
+    """(typedefs, callbacks): every typedef of the driver API with what it names, in header
+    order, and the parameter lists of the callback types."""
+    typedefs, callbacks = {}, {}
+    for ext in h.type_decls:
+        if not isinstance(ext, c_ast.Typedef) or ext.name in LIBC_TYPES:
+            continue
+        info = named_type_info(h, ext)
+        entry = {"kind": info["kind"], "type": h.gen.visit(h.strip_name(ext.type)).strip()}
+        if info["kind"] in ("struct", "union"):
+            entry["record"] = record_of_typedef(h, ext, records)   # None: opaque
+        elif info["kind"] == "callback":
+            # a callback typedef written as a function pointer, or naming another callback
+            t = ext.type
+            while isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
+                t = h.typedefs[" ".join(t.type.names)].type
+            callbacks[ext.name] = callback_signature(h, t.type)
+            entry["callback"] = ext.name
+        else:
+            entry["base"] = info.get("base")
+            if info["kind"] == "enum":
+                entry["enum"] = enum_of_typedef(h, ext, enums)
+        entry["code"] = info["code"]
+        entry["size"] = info["size"] if info["size"] is not None else \
+            records.get(entry.get("record") or "", {}).get("size")
+        entry["type"] = entry["type"].split("{")[0].strip()   # an enum's or a record's tag, not its body
+        typedefs[ext.name] = entry
+    return typedefs, callbacks
+
+
+CAST = re.compile(r"^\(\((CU\w+|void\s*\*)\)\s*(.*)\)$")
+ARRAY_SUFFIX = re.compile(r"\s*\[\d+\]$")
+
+
+def typed_constants(macros: dict[str, str], defines_json: dict[str, int], enums: dict,
+                    typedefs: dict) -> dict[str, dict]:
+    """cuda.h's #define constants with the C type each has: the type of its cast
+    (CU_STREAM_LEGACY is a CUstream, CU_LAUNCH_PARAM_END a void *), the enum of the
+    enumerator it names, or int."""
+    enum_of = {e: name for name, values in enums.items() for e in values}
+    out: dict[str, dict] = {}
+    for name, value in defines_json.items():
+        text = macros[name].strip()
+        m = CAST.match(text)
+        if m:
+            ctype = "void *" if m.group(1).startswith("void") else m.group(1)
+        elif text in enum_of:
+            ctype = enum_of[text]
+        elif text in out:
+            ctype = out[text]["type"]
+        elif re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", text) and -2**31 <= value < 2**31:
+            ctype = "int"
+        else:
+            raise GeneratorError(f"{name}: no C type known for the constant {text}")
+        if ctype == "void *":
+            code = "p"
+        elif ctype == "int":
+            code = "i"
+        else:
+            code = typedefs[ctype]["code"]
+        out[name] = {"value": value, "type": ctype, "code": code}
+    return out
+
+
+def own_constants(types_text: str, functions_text: str) -> dict[str, dict]:
+    """The integer constants cuabi.h and cuabi/result_codes.h define (CUABI_VERSION, ...)."""
+    names = []
+    for path in (REPO / "include" / "cuabi.h", RESULT_CODES_HEADER):
+        for line in path.read_text().splitlines():
+            m = DEFINE_LINE.match(line)
+            if m and m.group(2) != "(" and m.group(1).startswith("CUABI_") and \
+                    not m.group(1).endswith("_H") and m.group(1) not in names:
+                names.append(m.group(1))
+    probe = "".join(f"@@ {i} {n}\n" for i, n in enumerate(names))
+    text = preprocess_cuabi_h(types_text, functions_text, probe, [])
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^@@ (\d+) ?(.*)$", line)
+        if not m:
+            continue
+        expansion = m.group(2).strip()
+        ctype = "uint32_t" if expansion.startswith("((uint32_t)") else "int"
+        value = evaluate(re.sub(r"\(\s*u?int(8|16|32|64)_t\s*\)", "", expansion), {})
+        if value is None:
+            continue                       # empty (CUABI_API) or not an integer
+        out[names[int(m.group(1))]] = {"value": value, "type": ctype,
+                                       "code": "I" if ctype == "uint32_t" else "i"}
+    return out
+
+
+def own_records(types_text: str, functions_text: str) -> dict[str, dict]:
+    """The layouts of the structs cuabi.h itself declares (cuabi_launch_header)."""
+    d = Declarations(preprocess_cuabi_h(types_text, functions_text, "", []))
+    layouts = RecordLayouts(d)
+    for ext in d.ast.ext:
+        if isinstance(ext, c_ast.Typedef) and ext.name.startswith("cuabi_") and \
+                isinstance(ext.type.type, c_ast.Struct):
+            layouts.record(ext.type.type, ext.name)
+    return {k: v for k, v in sorted(layouts.records.items()) if k.startswith("cuabi_")}
+
+
+class CdefRewriter(c_ast.NodeVisitor):
+    """Makes a type declaration plain enough for LuaJIT's ffi.cdef and cffi's cdef: each
+    enumerator and array size becomes its integer value, alignment specifiers go."""
+
+    def __init__(self, h: Headers, known: dict[str, int]):
+        self.h, self.known, self.layouts = h, known, RecordLayouts(h)
+
+    def visit_Enumerator(self, node: c_ast.Enumerator) -> None:
+        node.value = c_ast.Constant("int", str(self.known[node.name]))
+
+    def visit_ArrayDecl(self, node: c_ast.ArrayDecl) -> None:
+        if node.dim is not None:
+            node.dim = c_ast.Constant("int", str(self.layouts.constant(node.dim, "cdef")))
+        self.generic_visit(node)
+
+    def visit_Decl(self, node: c_ast.Decl) -> None:
+        node.align = []
+        self.generic_visit(node)
+
+
+def cdef_prototype(name: str, returns: str, params: list[dict]) -> str:
+    def one(p: dict) -> str:
+        t = p["type"]
+        return f"{t}{p['name']}" if t.endswith("*") else f"{t} {p['name']}"
+    ret = returns if returns.endswith("*") else returns + " "
+    return f"{ret}{name}({', '.join(one(p) for p in params) or 'void'});\n"
+
+
+def write_cdef(h: Headers, eps: list[EntryPoint], enums: dict, result_codes: list[dict],
+               constants: dict, own_consts: dict, own_table: list[dict], own_recs: dict,
+               ver: str) -> str:
+    """include/cuabi/cuabi_cdef.h: cuabi's whole API as plain declarations, for FFIs that take
+    C declarations as text."""
+    known = {e: v for values in enums.values() for e, v in values.items()}
+    known.update({c["name"]: c["value"] for c in result_codes})
+    out = [banner("c", ver),
+           "/* cuabi's whole API as plain C declarations, for FFIs that read declarations as\n"
+           " * text (LuaJIT's ffi.cdef, Python's cffi): no #include, no #define, no #if, no\n"
+           " * alignment specifier; every enumerator and array size is an integer. It needs the\n"
+           " * types int8_t ... uint64_t and size_t, which those FFIs know already.\n"
+           " *\n"
+           " * Constants (cuda.h's #defines and cuabi's own) are enumerators of anonymous enums at\n"
+           " * the end, by value; driver_api.json's \"constants\" gives the C type of each:\n"
+           " * CU_STREAM_LEGACY is (CUstream)1, CU_LAUNCH_PARAM_END is (void *)0.\n"
+           " * CUtensorMap is 128-byte aligned in C, which cannot be said here: give it memory\n"
+           " * aligned so. C and C++ programs include <cuabi.h>, not this file. */\n\n"]
+    rewriter = CdefRewriter(h, known)
+    for ext in h.type_decls:
+        if isinstance(ext, c_ast.Typedef) and ext.name in LIBC_TYPES:
+            continue
+        node = copy.deepcopy(ext)
+        rewriter.visit(node)
+        text = h.gen.visit(node)
+        if isinstance(ext, c_ast.Typedef) and ext.name == "CUresult":
+            body, close = text.rsplit("\n}", 1)
+            rows = ",\n".join(f"  {c['name']} = {c['value']}" for c in result_codes)
+            text = body + ",\n" + rows + "\n}" + close
+        out.append(text + ";\n")
+    for title, table in (("cuda.h's #define constants", constants),
+                         ("cuabi's own constants (cuabi.h)", own_consts)):
+        out.append(f"\n/* {title} */\nenum {{\n")
+        out.append(",\n".join(f"  {name} = {c['value']}" for name, c in table.items()))
+        out.append("\n};\n")
+    out.append("\n/* cuabi's own API (cuabi.h) */\n")
+    for name, rec in own_recs.items():
+        fields = "".join("  " + ARRAY_SUFFIX.sub("", f["type"]) + " " + f["name"] +
+                         (f"[{f['count']}]" if f["count"] > 1 else "") + ";\n" for f in rec["fields"])
+        out.append(f"typedef struct {name} {{\n{fields}}} {name};\n")
+    for fn in own_table:
+        out.append(cdef_prototype(fn["name"], fn["returns"]["type"], fn["params"]))
+    out.append("\n/* The driver API: cuabi_cuXxx for every entry point cuXxx */\n")
+    for ep in sorted(eps, key=lambda e: e.name):
+        out.append(f"CUresult cuabi_{ep.name}({', '.join(p.decl for p in ep.params) or 'void'});\n")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------
 # The version nodes (abi.map)
 
 ABI_MAP = REPO / "abi.map"
@@ -871,11 +1122,9 @@ def assign_nodes(eps: list["EntryPoint"], nodes: list[Node]) -> None:
 # The own API (cuabi.h)
 
 
-def own_api_table(types_text: str, functions_text: str, nodes: list[Node]) -> list[dict]:
-    """The own API's functions as include/cuabi.h declares them, in the order of `names`.
-
-    cuabi.h is read with the driver headers this run generates, so the table never describes
-    a stale copy of them."""
+def preprocess_cuabi_h(types_text: str, functions_text: str, after: str, defines: list[str]) -> str:
+    """include/cuabi.h, with the driver headers this run generates, through the preprocessor
+    (`after` is appended to the probe, `defines` passed on, e.g. -dM)."""
     with tempfile.TemporaryDirectory() as tmp:
         inc = Path(tmp)
         (inc / "cuabi").mkdir()
@@ -883,8 +1132,15 @@ def own_api_table(types_text: str, functions_text: str, nodes: list[Node]) -> li
         (inc / "cuabi" / "result_codes.h").write_text(RESULT_CODES_HEADER.read_text())
         (inc / "cuabi" / "driver_types.h").write_text(types_text)
         (inc / "cuabi" / "driver_functions.h").write_text(functions_text)
-        text = preprocess(inc, "#include <cuabi.h>\n", ["-D__LP64__=1"])
-    d = Declarations(text)
+        return preprocess(inc, "#include <cuabi.h>\n" + after, ["-D__LP64__=1", *defines])
+
+
+def own_api_table(types_text: str, functions_text: str, nodes: list[Node]) -> list[dict]:
+    """The own API's functions as include/cuabi.h declares them, in the order of `names`.
+
+    cuabi.h is read with the driver headers this run generates, so the table never describes
+    a stale copy of them."""
+    d = Declarations(preprocess_cuabi_h(types_text, functions_text, "", []))
     node_of = {name: node.name for node in nodes for name in node.own}
     names = list(node_of)
     found = {ext.name: ext for ext in d.ast.ext
@@ -1231,7 +1487,8 @@ def param_json(p: Param) -> dict:
 
 
 def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
-               result_codes: list[dict], own_api: list[dict], records: dict[str, dict]) -> str:
+               result_codes: list[dict], own_api: list[dict], records: dict[str, dict],
+               for_bindings: dict[str, dict]) -> str:
     enums = dict(enums)
     enums["CUresult"] = dict(enums["CUresult"], **{c["name"]: c["value"] for c in result_codes})
     table = {
@@ -1253,6 +1510,7 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
                 "version": ep.version, "ptds_version": ep.ptds_version,
                 "version_source": ep.version_source, "ptds_version_source": ep.ptds_source,
                 "signature": ep.signature,
+                "returns": {"type": "CUresult", "code": "I"},
                 "params": [param_json(p)
                     for p in ep.params
                 ],
@@ -1265,6 +1523,7 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
         "enums": enums,
         "defines": defines_json,
         "records": records,
+        **for_bindings,
     }
     return json.dumps(table, indent=1, sort_keys=False) + "\n"
 
@@ -1313,13 +1572,22 @@ def generate(cuda_include: Path) -> dict[str, str]:
     functions_h = write_functions(eps, ver)
     own_table = own_api_table(types_h, functions_h, nodes)
     records = record_layouts(h)
+    typedefs, callbacks = typedef_table(h, enums, records)
+    constants = typed_constants(macros, defines_json, enums, typedefs)
+    own_consts = own_constants(types_h, functions_h)
+    own_recs = own_records(types_h, functions_h)
+    for_bindings = {"typedefs": typedefs, "callbacks": callbacks, "constants": constants,
+                    "own_constants": own_consts, "own_records": own_recs}
     return {
         "include/cuabi/driver_types.h": types_h,
         "include/cuabi/driver_functions.h": functions_h,
         "include/cuabi/compat/cuda.h": write_compat(eps, ver),
         "include/cuabi/compat/cudaProfiler.h": write_compat_profiler(ver),
         "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, cuda_version,
-                                                      result_codes, own_table, records),
+                                                      result_codes, own_table, records,
+                                                      for_bindings),
+        "include/cuabi/cuabi_cdef.h": write_cdef(h, eps, enums, result_codes, constants,
+                                                 own_consts, own_table, own_recs, ver),
         "lib/entry_table.h": write_entry_table_h(eps, ver),
         "lib/entry_table.c": write_entry_table_c(eps, ver),
         "lib/forwarders.c": write_forwarders_c(eps, ver),

@@ -59,9 +59,11 @@
       "absolute path such as /usr/lib/x86_64-linux-gnu/libcuda.so.1; "                          \
       "CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1)")                                        \
     X(BAD_SIGNATURE, 100007, USAGE,                                                             \
-      "the signature string given to cuabi_call is malformed (letters i I q Q z p f d, "        \
-      "at most 32)",                                                                            \
-      "correct the signature string: one letter per parameter, as cuabi.h describes")           \
+      "the signature string given to cuabi_call is malformed (one per parameter, at most 32: "  \
+      "a letter B H i I q Q z p f d, or {...} for a struct by value holding letters, [N] for "  \
+      "N bytes and nested {...}, at most 1024 members in all)",                                 \
+      "correct the signature string: one letter or {...} per parameter, as cuabi.h describes; " \
+      "driver_api.json gives every entry point's signature")                                    \
     X(ALREADY_LOADED, 100008, USAGE,                                                            \
       "the driver is already loaded; a different driver path or default stream mode can "       \
       "no longer be chosen",                                                                    \
