@@ -5,8 +5,9 @@
   are parsed here, once, and written as cffi's compact tables, so importing the
   module parses nothing.  Needs cffi (and pycparser) at build time only; no
   compiler.
-* ``cuabi/_cuabi_cffi_api.*.so`` (with ``--compiled``): cffi's API mode,
-  compiled.  Calls skip libffi.  The module does not link against libcuabi:
+* ``cuabi/_cuabi_cffi_api.abi3.so`` (with ``--compiled``): cffi's API mode,
+  compiled against CPython's stable ABI (Limited API, see LIMITED_API below),
+  so one file serves every CPython from 3.10 on.  Calls skip libffi.  The module does not link against libcuabi:
   it reaches the library through a table of function pointers filled with
   ``dlsym`` from the copy the package opened (``cuabi_py_bind``), so the
   library search stays the same for every backend.
@@ -18,6 +19,11 @@
 
 Usage: ``python python/build_modules.py [--compiled] [--outdir DIR]`` (default
 output: ``python/cuabi``).
+
+The compiled modules are built by running the C compiler directly (no
+setuptools): ``$CC`` (else the compiler Python was built with, else ``cc``),
+with CPython's headers from ``$CUABI_PYTHON_INCLUDE`` (folders separated by
+``:``; else this interpreter's).  Cross builds (tools/build-wheels) set both.
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ import argparse
 import os
 import re
 import runpy
+import shlex
 import shutil
+import subprocess
 import sys
+import sysconfig
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +46,14 @@ CDEF_DRIVER = os.path.join(HERE, "cdef", "driver.h")
 FAST = os.path.join(HERE, "cdef", "fast_getters.txt")
 SPEEDUPS_C = os.path.join(HERE, "speedups", "speedups.c")
 INCLUDE = os.path.join(os.path.dirname(HERE), "include")
+
+# The stable ABI level of the modules built with the Limited API: 3.10, the
+# first CPython whose Limited API has METH_FASTCALL (the calling convention of
+# the speedups module's functions).  cffi's module alone would need less.
+LIMITED_API = (3, 10)
+# speedups.c still uses CPython's full API (docs/python.md, "The compiled tier
+# and the stable ABI"): built per Python version, so it is not in the abi3 wheel.
+SPEEDUPS_LIMITED = False
 
 _DECL = re.compile(r"^(?P<ret>[\w\s\*]+?)\s*\b(?P<name>cuabi_\w+)\((?P<args>[^)]*)\);\s*$")
 
@@ -136,21 +153,76 @@ def compiled_source(text):
     return "\n".join(lines) + "\n"
 
 
+def compiler():
+    """The C compiler command for the extension modules, as a list."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    cmd = shlex.split(cc)
+    if shutil.which(cmd[0]) is None:
+        raise RuntimeError(
+            "no C compiler: %r was not found. The compiled tier needs one: install gcc "
+            "(Debian/Ubuntu: build-essential; Fedora/RHEL: gcc), set CC, or build the "
+            "slower pure package with CUABI_BUILD_COMPILED=0" % cmd[0])
+    return cmd
+
+
+def python_includes():
+    """The folders holding Python.h and pyconfig.h for the target Python."""
+    env = os.environ.get("CUABI_PYTHON_INCLUDE")
+    if env:
+        dirs = [d for d in env.split(os.pathsep) if d]
+    else:
+        paths = sysconfig.get_paths()
+        dirs = []
+        for d in (paths.get("include"), paths.get("platinclude")):
+            if d and d not in dirs:
+                dirs.append(d)
+    for name in ("Python.h", "pyconfig.h"):
+        if not any(os.path.isfile(os.path.join(d, name)) for d in dirs):
+            raise RuntimeError(
+                "%s was not found in %s: the compiled tier needs CPython's development headers "
+                "(Debian/Ubuntu: python3-dev; Fedora/RHEL: python3-devel), or set "
+                "CUABI_PYTHON_INCLUDE; CUABI_BUILD_COMPILED=0 builds the slower pure package "
+                "instead" % (name, os.pathsep.join(dirs) or "(no folder)"))
+    return dirs
+
+
+def compile_module(sources, fullname, outdir, include_dirs=(), limited=True, cflags=()):
+    """Compile sources into the extension module fullname (``cuabi.X``) in outdir.
+
+    limited: build against the stable ABI (file ``X.abi3.so``); else against
+    this interpreter's own ABI (its EXT_SUFFIX)."""
+    leaf = fullname.rsplit(".", 1)[-1]
+    suffix = ".abi3.so" if limited else sysconfig.get_config_var("EXT_SUFFIX")
+    target = os.path.join(outdir, leaf + suffix)
+    cmd = compiler() + ["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-std=c11", "-s"]
+    if limited:
+        cmd.append("-DPy_LIMITED_API=0x%02X%02X0000" % LIMITED_API)
+    for d in list(include_dirs) + python_includes():
+        cmd += ["-I", d]
+    cmd += list(cflags) + list(sources) + ["-o", target + ".tmp", "-ldl"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("compiling %s failed (status %d):\n  %s\n%s"
+                           % (fullname, p.returncode, " ".join(shlex.quote(c) for c in cmd),
+                              p.stdout[-4000:]))
+    os.replace(target + ".tmp", target)
+    return target
+
+
 def build_compiled(outdir):
+    """cffi's API-mode module, on the stable ABI: cuabi/_cuabi_cffi_api.abi3.so."""
     import cffi
 
     text = cdef_text()
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(text + "\nint cuabi_py_bind(const char *path);\n")
-    ffibuilder.set_source("cuabi._cuabi_cffi_api", compiled_source(text), libraries=["dl"],
-                          extra_compile_args=["-O2", "-w"])
+    ffibuilder.set_source("cuabi._cuabi_cffi_api", compiled_source(text))
     with tempfile.TemporaryDirectory() as tmp:
-        built = ffibuilder.compile(tmpdir=tmp, verbose=False)
-        name = os.path.basename(built)
-        target = os.path.join(outdir, name)
-        shutil.copyfile(built, target + ".tmp")
-        os.replace(target + ".tmp", target)
-    return target
+        src = os.path.join(tmp, "_cuabi_cffi_api.c")
+        ffibuilder.emit_c_code(src)
+        # cffi's generated code defines Py_LIMITED_API itself where it can; ours
+        # (defined first) sets the level.  -w: the generated code is cffi's.
+        return compile_module([src], "cuabi._cuabi_cffi_api", outdir, limited=True, cflags=["-w"])
 
 
 # -- the speedups module ---------------------------------------------------------------
@@ -275,26 +347,12 @@ def getters_source(text):
 
 def build_speedups(outdir):
     """Compile cuabi._cuabi_speedups (CPython only) into outdir."""
-    from setuptools import Distribution, Extension
-    from setuptools.command.build_ext import build_ext
-
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "getters.h"), "w") as f:
             f.write(getters_source(cdef_text()))
-        ext = Extension("cuabi._cuabi_speedups", [SPEEDUPS_C], include_dirs=[tmp, INCLUDE],
-                        libraries=["dl"], extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra",
-                                                              "-Wno-missing-field-initializers"])
-        dist = Distribution({"name": "cuabi", "ext_modules": [ext]})
-        cmd = build_ext(dist)
-        cmd.build_lib = os.path.join(tmp, "lib")
-        cmd.build_temp = os.path.join(tmp, "obj")
-        cmd.ensure_finalized()
-        cmd.run()
-        built = cmd.get_ext_fullpath(ext.name)
-        target = os.path.join(outdir, os.path.basename(built))
-        shutil.copyfile(built, target + ".tmp")
-        os.replace(target + ".tmp", target)
-    return target
+        return compile_module([SPEEDUPS_C], "cuabi._cuabi_speedups", outdir,
+                              include_dirs=[tmp, INCLUDE], limited=SPEEDUPS_LIMITED,
+                              cflags=["-Wall", "-Wextra", "-Wno-missing-field-initializers"])
 
 
 def main(argv=None):
