@@ -34,15 +34,19 @@ _backend: Optional["Backend"] = None
 
 
 def candidates() -> List[Tuple[str, str]]:
-    """Return the ordered list of ``(kind, path)`` places searched for libcuabi."""
-    out = []
-    here = os.path.dirname(os.path.abspath(__file__))
-    out.append(("next to the package", os.path.join(here, LIBRARY_NAME)))
+    """Return the ordered list of ``(kind, path)`` places searched for libcuabi.
+
+    ``CUABI_LIBRARY``, when set, is the only one: an explicit choice (another
+    build of libcuabi, a debugging one), used or reported, never silently
+    passed over for the installed copy, as libcuabi treats ``CUABI_LIBCUDA``.
+    Otherwise the copy next to the package (the wheel's), then the system
+    loader."""
     env = os.environ.get("CUABI_LIBRARY")
     if env is not None:
-        out.append(("CUABI_LIBRARY", env))
-    out.append(("system loader", LIBRARY_NAME))
-    return out
+        return [("CUABI_LIBRARY", env)]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [("next to the package", os.path.join(here, LIBRARY_NAME)),
+            ("system loader", LIBRARY_NAME)]
 
 
 def _check_env_path(path: str) -> Optional[str]:

@@ -18,6 +18,7 @@ driver's codes, from its name and kind.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Dict, Iterable, Optional, Tuple, Type
 
@@ -128,10 +129,16 @@ class LibraryNotFoundError(OSError):
         lines = ["cuabi could not open libcuabi.so.1; tried:"]
         for candidate, reason in self.tried:
             lines.append("  %s: %s" % (candidate, reason))
-        lines.append(
-            "Install the cuabi wheel (it bundles the library), or set "
-            "CUABI_LIBRARY to the absolute path of libcuabi.so.1."
-        )
+        if os.environ.get("CUABI_LIBRARY") is not None:
+            lines.append(
+                "CUABI_LIBRARY is set, so nothing else was tried: correct it, or unset it "
+                "to use the copy installed with the package."
+            )
+        else:
+            lines.append(
+                "Install the cuabi wheel (it bundles the library), or set "
+                "CUABI_LIBRARY to the absolute path of libcuabi.so.1."
+            )
         super().__init__("\n".join(lines))
 
 

@@ -46,7 +46,29 @@ def _find(name, env):
     return None
 
 
-LIBCUABI = _find("libcuabi.so.1", "CUABI_LIBRARY")
+INSTALLED = os.environ.get("CUABI_TEST_INSTALLED") == "1"
+
+
+def _installed_library():
+    """With CUABI_TEST_INSTALLED=1: the library the installed package brings (the
+    suite tests that copy, not the build tree's), unless CUABI_LIBRARY names one."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("cuabi")
+    if spec is None or spec.origin is None:
+        raise pytest.UsageError("CUABI_TEST_INSTALLED=1 but no cuabi package is installed")
+    pkg = os.path.dirname(spec.origin)
+    if os.path.abspath(pkg).startswith(os.path.abspath(PYDIR) + os.sep):
+        raise pytest.UsageError("CUABI_TEST_INSTALLED=1 but cuabi is imported from the source "
+                                "tree (%s): run from outside it, without python/ on sys.path" % pkg)
+    path = os.path.join(pkg, "libcuabi.so.1")
+    return path if os.path.exists(path) else None
+
+
+if INSTALLED and not os.environ.get("CUABI_LIBRARY"):
+    LIBCUABI = _installed_library()
+else:
+    LIBCUABI = _find("libcuabi.so.1", "CUABI_LIBRARY")
 FAKE = None if REAL_GPU else _find("libfakecuda.so", "CUABI_LIBCUDA")
 NOGPA = None
 if FAKE:
@@ -65,10 +87,11 @@ if FAKE is None and not REAL_GPU:
         "libfakecuda.so not found: build the tests (cmake --build build) or set CUABI_LIBCUDA, "
         "or set CUABI_TEST_REAL_GPU=1 to test against a real driver")
 
-os.environ["CUABI_LIBRARY"] = LIBCUABI
+if not INSTALLED or os.environ.get("CUABI_LIBRARY"):
+    os.environ["CUABI_LIBRARY"] = LIBCUABI
 if FAKE:
     os.environ["CUABI_LIBCUDA"] = FAKE
-if os.environ.get("CUABI_TEST_INSTALLED") != "1":
+if not INSTALLED:
     # test the source tree: make sure cffi's generated module is current
     sys.path.insert(0, PYDIR)
     try:
@@ -200,6 +223,14 @@ def _importable(name):
     return importlib.util.find_spec(name) is not None
 
 
+def _system_libcuabi():
+    """Whether the system loader finds a libcuabi.so.1 for a fresh interpreter
+    (without CUABI_LIBRARY), as a package lacking its own copy would."""
+    env = {k: v for k, v in os.environ.items() if k != "CUABI_LIBRARY"}
+    code = "import ctypes; ctypes.CDLL('libcuabi.so.1')"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True).returncode == 0
+
+
 _CPYTHON = sys.implementation.name == "cpython"
 # (start of the skip reason, condition under which that skip is expected)
 _ALLOWED_SKIPS = [
@@ -219,6 +250,7 @@ _ALLOWED_SKIPS = [
     ("no toolkit stub libcuda.so here", lambda: STUB is None),
     ("libfakecuda_nogpa.so not built", lambda: NOGPA is None),
     ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),
+    ("a libcuabi.so.1 is installed system-wide", _system_libcuabi),
     ("could not import 'cffi'", lambda: not _importable("cffi")),
     ("could not import 'torch'", lambda: not _importable("torch")),
     ("could not import 'cupy'", lambda: not _importable("cupy")),

@@ -126,7 +126,7 @@ def test_forced_cffi_unavailable_says_so():
 
 
 def test_library_not_found_lists_candidates():
-    """LibraryNotFoundError lists every place searched for libcuabi."""
+    """A bad CUABI_LIBRARY is reported as the only candidate, even beside a bundled copy."""
     rc, out, err = run_py("""
         import cuabi
         try:
@@ -138,7 +138,30 @@ def test_library_not_found_lists_candidates():
     assert rc == 0, err
     assert "NOTFOUND" in out
     assert "/nonexistent/libcuabi.so.1 (CUABI_LIBRARY)" in out
-    assert "next to the package" in out and "system loader" in out
+    assert "nothing else was tried" in out
+    assert "next to the package" not in out
+
+
+def test_library_not_found_without_the_bundled_copy(tmp_path):
+    """Without CUABI_LIBRARY a package lacking its copy reports it, then the system loader."""
+    import shutil
+
+    pkg = os.path.dirname(cuabi.__file__)
+    shutil.copytree(pkg, str(tmp_path / "cuabi"),
+                    ignore=shutil.ignore_patterns("libcuabi.so*", "__pycache__"))
+    rc, out, err = run_py("""
+        import cuabi
+        try:
+            print("LOADED", cuabi.library_path())
+        except cuabi.LibraryNotFoundError as e:
+            print("NOTFOUND", [k for k, _r in e.tried])
+            print(e)
+    """, env={"PYTHONPATH": str(tmp_path)}, drop=("CUABI_LIBRARY",))
+    assert rc == 0, err
+    if "LOADED" in out:
+        pytest.skip("a libcuabi.so.1 is installed system-wide: %s" % out)
+    assert str(tmp_path / "cuabi" / "libcuabi.so.1") + " (next to the package): no such file" in out
+    assert "(system loader)" in out and "set CUABI_LIBRARY" in out
 
 
 def test_relative_library_path_refused():
@@ -153,7 +176,14 @@ def test_relative_library_path_refused():
     assert "must be an absolute path" in out, (out, err)
 
 
-def test_candidates_order():
-    """libcuabi is searched next to the package, then CUABI_LIBRARY, then the system loader."""
+def test_candidates_without_cuabi_library(monkeypatch):
+    """Without CUABI_LIBRARY libcuabi is searched next to the package, then by the system loader."""
+    monkeypatch.delenv("CUABI_LIBRARY", raising=False)
     kinds = [k for k, _p in _backend.candidates()]
-    assert kinds == ["next to the package", "CUABI_LIBRARY", "system loader"]
+    assert kinds == ["next to the package", "system loader"]
+
+
+def test_cuabi_library_is_the_only_candidate(monkeypatch):
+    """CUABI_LIBRARY, when set, is the only place libcuabi is looked for."""
+    monkeypatch.setenv("CUABI_LIBRARY", "/somewhere/libcuabi.so.1")
+    assert _backend.candidates() == [("CUABI_LIBRARY", "/somewhere/libcuabi.so.1")]
