@@ -1,19 +1,34 @@
-"""cuabi's PEP 517 build backend: a wheel holding pure Python plus libcuabi.so.1.
+"""cuabi's PEP 517 build backend: libcuabi.so.1, the Python package and, on
+CPython, the compiled tier.
 
 It builds the C library with CMake (the project's own CMakeLists.txt), writes
-cffi's out-of-line ABI module (no compiler needed for that step), and packs
-the wheel by hand, tagged ``py3-none-<platform>``: one wheel per platform
-serves every Python 3 version and implementation, since nothing in it is
-compiled against Python.
+cffi's out-of-line ABI module (no compiler needed for that step) and, on
+CPython 3.10 and later, compiles cffi's API-mode module against the stable ABI
+(python/build_modules.py), then packs the wheel by hand:
 
-Environment knobs (for CI and packagers):
+* ``cp310-abi3-<platform>``: the compiled tier, for every CPython from 3.10
+  (build_modules.LIMITED_API says why 3.10);
+* ``py3-none-<platform>``: no module compiled against Python (cffi's ABI
+  mode, ctypes where cffi is missing), for PyPy, CPython 3.8 and 3.9 and the
+  rest.
 
+Both declare cffi as a dependency wherever cffi installs (CPython, PyPy).
+
+Environment knobs (for CI, tools/build-wheels and packagers):
+
+* ``CUABI_BUILD_COMPILED``: ``1`` requires the compiled tier (an error where
+  it cannot be built), ``0`` builds the pure wheel; unset: compiled on
+  CPython >= 3.10, pure elsewhere;
 * ``CUABI_PREBUILT_LIBRARY``: absolute path of an already built libcuabi.so.1
   to bundle instead of running CMake;
-* ``CUABI_CMAKE_ARGS``: extra arguments for the CMake configure step;
-* ``CUABI_BUILD_COMPILED=1``: also build cffi's compiled API-mode module and
-  the speedups module (faster calls and launches on CPython); the wheel is
-  then tagged for that interpreter's ABI, since they are compiled against it.
+* ``CUABI_CMAKE_ARGS``: extra arguments for the CMake configure step (a
+  toolchain, a static libffi: see tools/build-wheels);
+* ``CUABI_WHEEL_PLATFORM``: the wheel's platform tag (e.g.
+  ``manylinux_2_28_x86_64``, which tools/build-wheels sets after building for
+  that glibc; auditwheel checks it); default: this interpreter's
+  (``linux_x86_64``), right for a wheel built and installed on one machine;
+* ``CC``, ``CUABI_PYTHON_INCLUDE``: the compiler and the target CPython's
+  headers for the compiled tier (build_modules.py).
 """
 
 from __future__ import annotations
@@ -34,6 +49,10 @@ NAME = "cuabi"
 VERSION = "1.0.0"
 SUMMARY = "The CUDA driver API through a stable C ABI, from any Python 3 (CPython, PyPy)"
 REQUIRES_PYTHON = ">=3.8"
+LICENSE_EXPRESSION = "Apache-2.0"
+# cffi wherever it installs; elsewhere the package runs on ctypes
+CFFI = "cffi>=1.15"
+CFFI_MARKER = 'platform_python_implementation == "CPython" or platform_python_implementation == "PyPy"'
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -59,7 +78,7 @@ def _which(*names):
 # -- PEP 517 hooks -------------------------------------------------------------------
 
 def get_requires_for_build_wheel(config_settings=None):
-    reqs = ["cffi>=1.15"]
+    reqs = [CFFI]
     if not os.environ.get("CUABI_PREBUILT_LIBRARY"):
         if _which("cmake") is None:
             reqs.append("cmake>=3.18")
@@ -79,17 +98,21 @@ def get_requires_for_build_sdist(config_settings=None):
 def _metadata():
     readme = os.path.join(ROOT, "docs", "python.md")
     lines = [
-        "Metadata-Version: 2.1",
+        "Metadata-Version: 2.4",
         "Name: " + NAME,
         "Version: " + VERSION,
         "Summary: " + SUMMARY,
+        "License-Expression: " + LICENSE_EXPRESSION,
+        "License-File: LICENSE",
         "Requires-Python: " + REQUIRES_PYTHON,
         "Classifier: Programming Language :: Python :: 3",
         "Classifier: Programming Language :: Python :: Implementation :: CPython",
         "Classifier: Programming Language :: Python :: Implementation :: PyPy",
         "Classifier: Operating System :: POSIX :: Linux",
+        "Requires-Dist: %s; %s" % (CFFI, CFFI_MARKER),
+        # kept so that `pip install cuabi[cffi]` from 1.0 instructions still works
         "Provides-Extra: cffi",
-        'Requires-Dist: cffi>=1.15; extra == "cffi"',
+        'Requires-Dist: %s; extra == "cffi"' % CFFI,
     ]
     body = ""
     if os.path.exists(readme):
@@ -100,17 +123,43 @@ def _metadata():
 
 
 def _platform_tag():
+    plat = os.environ.get("CUABI_WHEEL_PLATFORM")
+    if plat:
+        return plat
     return sysconfig.get_platform().replace("-", "_").replace(".", "_")
+
+
+def _modules():
+    sys.path.insert(0, HERE)
+    try:
+        import build_modules
+    finally:
+        sys.path.remove(HERE)
+    return build_modules
+
+
+def _compiled():
+    """Whether this build makes the compiled tier (CUABI_BUILD_COMPILED)."""
+    want = os.environ.get("CUABI_BUILD_COMPILED", "")
+    if want not in ("", "0", "1"):
+        raise RuntimeError("CUABI_BUILD_COMPILED=%r: use 1 (compiled tier), 0 (pure package) or "
+                           "leave it unset (compiled on CPython >= 3.10)" % want)
+    if want == "0":
+        return False
+    oldest = _modules().LIMITED_API
+    able = sys.implementation.name == "cpython" and sys.version_info[:2] >= oldest
+    if want == "1" and not able:
+        raise RuntimeError("CUABI_BUILD_COMPILED=1: the compiled tier needs CPython >= %d.%d, this "
+                           "is %s %d.%d" % (oldest + (sys.implementation.name,)
+                                            + sys.version_info[:2]))
+    return able
 
 
 def _tag(compiled):
     if not compiled:
         return "py3-none-" + _platform_tag()
-    impl = sys.implementation.name
-    if impl != "cpython":
-        raise RuntimeError("CUABI_BUILD_COMPILED=1 is for CPython only")
-    ver = "cp%d%d" % sys.version_info[:2]
-    return "%s-%s-%s" % (ver, ver, _platform_tag())
+    abi = "cp%d%d" % _modules().LIMITED_API
+    return "%s-abi3-%s" % (abi, _platform_tag())
 
 
 def _dist_info():
@@ -123,7 +172,7 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     with open(os.path.join(d, "METADATA"), "w", encoding="utf-8") as f:
         f.write(_metadata())
     with open(os.path.join(d, "WHEEL"), "w") as f:
-        f.write(_wheel_file(_tag(os.environ.get("CUABI_BUILD_COMPILED") == "1")))
+        f.write(_wheel_file(_tag(_compiled())))
     return _dist_info()
 
 
@@ -136,6 +185,40 @@ def _wheel_file(tag):
 
 
 # -- building the pieces ---------------------------------------------------------------
+
+def _preflight(compiled):
+    """Every missing build tool at once, before anything is built: a RuntimeError
+    that says what is missing and how to get it."""
+    missing = []
+    if not os.environ.get("CUABI_PREBUILT_LIBRARY"):
+        extra = os.environ.get("CUABI_CMAKE_ARGS", "")
+        cc = os.environ.get("CC", "").split()
+        if "CMAKE_C_COMPILER" not in extra and not (_which(cc[0]) if cc else
+                                                    _which("cc", "gcc", "clang")):
+            missing.append("a C compiler%s (Debian/Ubuntu: apt install build-essential; "
+                           "Fedora/RHEL: dnf install gcc), or set CC"
+                           % (" (CC=%s was not found)" % cc[0] if cc else ""))
+        if "CUABI_FFI_LIBRARY" not in extra:
+            pc = _which("pkg-config", "pkgconf")
+            if pc is None:
+                missing.append("pkg-config, to find libffi (apt install pkg-config; "
+                               "dnf install pkgconf-pkg-config)")
+            elif subprocess.run([pc, "--exists", "libffi"]).returncode != 0:
+                missing.append("libffi's development files, for cuabi_call (apt install libffi-dev; "
+                               "dnf install libffi-devel), or name a libffi with "
+                               "CUABI_CMAKE_ARGS='-DCUABI_FFI_LIBRARY=... -DCUABI_FFI_INCLUDE_DIR=...'")
+    if compiled:
+        checks = [_modules().python_includes]
+        if not missing:  # else the compiler is already named
+            checks.insert(0, _modules().compiler)
+        for check in checks:
+            try:
+                check()
+            except RuntimeError as exc:
+                missing.append(str(exc))
+    if missing:
+        raise RuntimeError("cannot build cuabi here; missing:\n  - " + "\n  - ".join(missing))
+
 
 def build_library(workdir):
     """Build libcuabi.so.1 with CMake and return the path of the real file."""
@@ -183,18 +266,20 @@ def _package_files():
 
 def _stage(workdir, compiled):
     """Everything that goes under cuabi/ in the wheel: [(arcname, path)]."""
-    sys.path.insert(0, HERE)
-    try:
-        import build_modules
-    finally:
-        sys.path.remove(HERE)
+    build_modules = _modules()
     gen = os.path.join(workdir, "gen")
     os.makedirs(gen, exist_ok=True)
     files = _package_files()
     files.append(("cuabi/_cuabi_cffi.py", build_modules.build_abi(gen)))
     if compiled:
-        for built in (build_modules.build_compiled(gen), build_modules.build_speedups(gen)):
-            files.append(("cuabi/" + os.path.basename(built), built))
+        built = [build_modules.build_compiled(gen)]
+        if build_modules.SPEEDUPS_LIMITED:
+            built.append(build_modules.build_speedups(gen))
+        else:
+            _log("the speedups module is not built: python/speedups/speedups.c does not use "
+                 "the Limited API yet (docs/python.md)")
+        for path in built:
+            files.append(("cuabi/" + os.path.basename(path), path))
     files.append(("cuabi/libcuabi.so.1", build_library(workdir)))
     return files
 
@@ -213,6 +298,8 @@ def _write_wheel(wheel_directory, tag, entries):
     entries.append((di + "/METADATA", _metadata().encode("utf-8"), 0o644))
     entries.append((di + "/WHEEL", _wheel_file(tag).encode(), 0o644))
     entries.append((di + "/top_level.txt", b"cuabi\n", 0o644))
+    with open(os.path.join(ROOT, "LICENSE"), "rb") as f:
+        entries.append((di + "/licenses/LICENSE", f.read(), 0o644))
     record = [_record_line(a, d) for a, d, _m in entries] + [di + "/RECORD,,"]
     entries.append((di + "/RECORD", ("\n".join(record) + "\n").encode(), 0o644))
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -225,7 +312,8 @@ def _write_wheel(wheel_directory, tag, entries):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    compiled = os.environ.get("CUABI_BUILD_COMPILED") == "1"
+    compiled = _compiled()
+    _preflight(compiled)
     with tempfile.TemporaryDirectory(prefix="cuabi-wheel-") as work:
         entries = []
         for arcname, src in _stage(work, compiled):
@@ -242,7 +330,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
     """Editable install: a .pth pointing at python/, with the built pieces placed in
     the source package folder (they are ignored by git)."""
     with tempfile.TemporaryDirectory(prefix="cuabi-editable-") as work:
-        for arcname, src in _stage(work, os.environ.get("CUABI_BUILD_COMPILED") == "1"):
+        for arcname, src in _stage(work, _compiled()):
             base = arcname.split("/", 1)[1]
             if base.startswith(_BUILD_PRODUCTS):
                 shutil.copyfile(src, os.path.join(PKG, base))

@@ -118,11 +118,23 @@ def _make_backend() -> "Backend":
                         "unavailable: %s" % exc
                     ) from exc
                 errors.append("cffi: %s" % exc)
+                _warn_if_compiled_unused(exc)
                 continue
         else:
             from . import _backend_ctypes as mod  # type: ignore[no-redef]
         return mod.Backend(open_library)
     raise ImportError("no usable backend: " + "; ".join(errors))  # pragma: no cover
+
+
+def _warn_if_compiled_unused(exc: BaseException) -> None:
+    """The compiled tier is installed but cffi cannot be imported: say so, since
+    the ctypes backend that takes over is several times slower."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if any(n.startswith("_cuabi_cffi_api") for n in os.listdir(here)):
+        import warnings
+
+        warnings.warn("cuabi: the compiled tier is installed but unusable (%s); using the "
+                      "slower ctypes backend" % exc, RuntimeWarning, stacklevel=4)
 
 
 def loaded_backend() -> Optional["Backend"]:

@@ -18,6 +18,14 @@ import threading
 
 from ._signature import struct_ctype_name
 
+try:  # cffi's own C part, which every cffi module below needs
+    import _cffi_backend  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        "cffi is not installed (%s): `pip install cffi` (the cuabi wheels declare it), "
+        "or use CUABI_PY_BACKEND=ctypes" % exc
+    ) from exc
+
 try:  # compiled API-mode module (faster calls), when the build produced one
     from ._cuabi_cffi_api import ffi as _ffi, lib as _api_lib  # type: ignore
 

@@ -252,6 +252,7 @@ _ALLOWED_SKIPS = [
     ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),
     ("a libcuabi.so.1 is installed system-wide", _system_libcuabi),
     ("could not import 'cffi'", lambda: not _importable("cffi")),
+    ("could not import 'tomllib'", lambda: not _importable("tomllib")),  # before Python 3.11
     ("could not import 'torch'", lambda: not _importable("torch")),
     ("could not import 'cupy'", lambda: not _importable("cupy")),
     ("PyTorch without CUDA", lambda: True),
