@@ -74,9 +74,23 @@ NOGPA = None
 if FAKE:
     cand = os.path.join(os.path.dirname(FAKE), "libfakecuda_nogpa.so")
     NOGPA = os.environ.get("CUABI_TEST_NOGPA") or (cand if os.path.exists(cand) else None)
+
+
+def _same_machine(path):
+    """Whether the ELF file at path is for this interpreter's machine (an x86_64
+    toolkit's stub cannot stand for a stub in an aarch64 run under qemu)."""
+    import platform
+
+    machines = {"x86_64": 62, "aarch64": 183}
+    with open(path, "rb") as f:
+        head = f.read(20)
+    want = machines.get(platform.machine())
+    return want is None or int.from_bytes(head[18:20], "little") == want
+
+
 STUB = next((p for p in ("/usr/local/cuda/lib64/stubs/libcuda.so",
                          "/usr/local/cuda/targets/x86_64-linux/lib/stubs/libcuda.so")
-             if os.path.exists(p)), None)
+             if os.path.exists(p) and _same_machine(p)), None)
 
 if LIBCUABI is None:
     raise pytest.UsageError(
@@ -290,6 +304,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("  UNEXPECTED SKIP %s: %s" % (nodeid, reason), red=True)
 
 
+def subprocess_pythonpath():
+    """PYTHONPATH for a child interpreter: the source tree first, unless the suite
+    tests an installed package (CUABI_TEST_INSTALLED=1)."""
+    parts = [] if INSTALLED else [PYDIR]
+    return os.pathsep.join(filter(None, parts + [os.environ.get("PYTHONPATH")]))
+
+
 def run_py(code, env=None, drop=(), check=False):
     """Run ``code`` in a fresh interpreter (same backend, libraries, sys.path).
 
@@ -299,8 +320,7 @@ def run_py(code, env=None, drop=(), check=False):
     e = dict(os.environ)
     for k in drop:
         e.pop(k, None)
-    if os.environ.get("CUABI_TEST_INSTALLED") != "1":
-        e["PYTHONPATH"] = PYDIR + os.pathsep + e.get("PYTHONPATH", "")
+    e["PYTHONPATH"] = subprocess_pythonpath()
     e.update(env or {})
     p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True,
                        text=True, timeout=300)

@@ -6,13 +6,13 @@ import sys
 
 import pytest
 
-from conftest import PYDIR, ROOT
+from conftest import ROOT, subprocess_pythonpath
 
 EXAMPLES = os.path.join(ROOT, "examples", "python")
 
 
 def _run(name, *args):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PYDIR, os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=subprocess_pythonpath())
     p = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)] + list(args),
                        capture_output=True, text=True, env=env, timeout=600)
     return p.returncode, p.stdout + p.stderr

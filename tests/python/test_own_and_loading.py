@@ -260,9 +260,9 @@ def _main(env=None, drop=()):
     for k in drop:
         e.pop(k, None)
     e.update(env or {})
-    from conftest import PYDIR
+    from conftest import subprocess_pythonpath
 
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [PYDIR, os.environ.get("PYTHONPATH")]))
+    e["PYTHONPATH"] = subprocess_pythonpath()
     p = subprocess.run([sys.executable, "-m", "cuabi"], env=e, capture_output=True, text=True, timeout=120)
     assert "Traceback" not in p.stdout + p.stderr
     return p.returncode, p.stdout
@@ -311,11 +311,10 @@ def test_main_no_device():
 def _main_with(*args):
     import subprocess
 
-    from conftest import PYDIR
+    from conftest import subprocess_pythonpath
 
-    path = os.pathsep.join(filter(None, [PYDIR, os.environ.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "cuabi"] + list(args), capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=path))
+                          env=dict(os.environ, PYTHONPATH=subprocess_pythonpath()))
 
 
 def test_main_help():
