@@ -61,3 +61,50 @@ if ! "$PYTHON" -m ziglang version 2>/dev/null | grep -qx 0.13.0; then
   "$PYTHON" -m pip install --quiet --disable-pip-version-check ziglang==0.13.0 \
     || "$PYTHON" -m pip install --quiet --disable-pip-version-check --break-system-packages ziglang==0.13.0
 fi
+
+# ---- release tools (tools/build-wheels; issue 12) ---------------------------------
+# The wheels are built with zig's clang for an old glibc (PyPI's ziglang: no
+# container needed) and checked with auditwheel, abi3audit and twine; aarch64 is
+# cross built against an arm64 Debian root and tested under qemu-user.  All of it
+# is fetched here, so tools/build-wheels runs offline.  Pinned versions: a new
+# zig or auditwheel changes what the checks see, so it is updated on purpose.  This
+# zig lives in the release venv, apart from the languages block's 0.13 in $PYTHON.
+setup_release_tools() {
+  local root venv
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  venv="$root/build/release-venv"
+  local debs=(qemu-user python3-dev python3-venv)
+  local need=()
+  for pkg in "${debs[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+  done
+  if [ "${#need[@]}" -gt 0 ]; then
+    echo "== installing Debian packages for the release build: ${need[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+  fi
+  local tools=(ziglang==0.17.1 auditwheel==6.8.2 abi3audit==0.0.26 twine==7.0.0 cffi pycparser pytest)
+  if [ ! -f "$venv/.complete" ]; then
+    echo "== creating $venv (zig, auditwheel, abi3audit, twine)"
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${tools[@]}"
+    touch "$venv/.complete"
+  fi
+  bash "$root/tools/aarch64-sysroot" "$root/build/aarch64-sysroot"
+  # cffi and pytest for the test venvs of tools/build-wheels, offline later
+  if [ ! -f "$root/build/wheelhouse-x86_64/.complete" ]; then
+    "$PYTHON" -m pip download --quiet --disable-pip-version-check -d "$root/build/wheelhouse-x86_64" \
+      --only-binary=:all: "cffi>=1.15" pytest
+    touch "$root/build/wheelhouse-x86_64/.complete"
+  fi
+  if [ ! -f "$root/build/wheelhouse-aarch64/.complete" ]; then
+    "$PYTHON" -m pip download --quiet --disable-pip-version-check -d "$root/build/wheelhouse-aarch64" \
+      --platform manylinux2014_aarch64 --python-version 3.11 --implementation cp \
+      --only-binary=:all: "cffi>=1.15" pytest
+    touch "$root/build/wheelhouse-aarch64/.complete"
+  fi
+}
+setup_release_tools
