@@ -92,14 +92,19 @@ class Contender:
         self.label = label
         self.kind = kind
         self.module = module
-        self.env = env or {}
+        self.env = env or {}    # a value of None removes the variable
         self.anchor = anchor
+        self.python = None      # the interpreter, where not bench/run's (--wheel: a venv's)
 
 
 CONTENDERS = [
     Contender("c_direct", "C, libcuda direct (floor)", "c"),
     Contender("c_cuabi", "C, libcuabi", "c"),
+    # cuabi's three tiers: cffi with the compiled tier (the cp310-abi3 wheel), cffi's
+    # ABI mode (the py3-none wheel) and ctypes
     Contender("cuabi_cffi", "cuabi (cffi)", "py", "py_cuabi", {"CUABI_PY_BACKEND": "cffi"}),
+    Contender("cuabi_cffi_abi", "cuabi (cffi ABI mode)", "py", "py_cuabi",
+              {"CUABI_PY_BACKEND": "cffi"}),
     Contender("cuabi_ctypes", "cuabi (ctypes)", "py", "py_cuabi", {"CUABI_PY_BACKEND": "ctypes"}),
     Contender("cuda_bindings", "cuda.bindings", "py", "py_cuda_bindings", anchor=True),
     Contender("cuda_core", "cuda.core", "py", "py_cuda_core", anchor=True),

@@ -9,7 +9,7 @@ import os
 import ops
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
-PY_CUABI = ("cuabi_cffi", "cuabi_ctypes")
+PY_CUABI = ("cuabi_cffi", "cuabi_cffi_abi", "cuabi_ctypes")
 
 
 # ---------------------------------------------------------------- formatting

@@ -136,8 +136,15 @@ class Setup:
 
     def child_env(self, contender):
         env = dict(self.env)
-        env.update(contender.env)
+        for key, value in contender.env.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         return env
+
+    def python_for(self, contender):
+        return contender.python or self.python
 
 
 # ---------------------------------------------------------------- 1. build
@@ -211,6 +218,7 @@ def stage_python_package(setup):
     with open(os.path.join(setup.out, "logs", "build_modules.log"), "w") as f:
         f.write(proc.stdout + proc.stderr)
     if proc.returncode == 0:
+        stage_abi_mode(setup, package, script)
         speedups = any(n.startswith("_cuabi_speedups") for n in os.listdir(package))
         return ("cffi backend: compiled API mode%s (python/build_modules.py --compiled)"
                 % (" with the speedups module" if speedups else ""))
@@ -221,6 +229,64 @@ def stage_python_package(setup):
         return "cffi backend: ABI mode (the compiled module failed to build)"
     setup.skip("cuabi's cffi modules", "python/build_modules.py failed (logs/build_modules.log)")
     return None
+
+
+def stage_abi_mode(setup, package, script):
+    """cuabi (cffi ABI mode): a second copy of the package without the compiled
+    modules, in build/bench/python-abi."""
+    root = os.path.join(os.path.dirname(setup.bin), "python-abi")
+    copy = os.path.join(root, "cuabi")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns(
+        "_cuabi_cffi_api*", "_cuabi_speedups*", "__pycache__"))
+    ops.CONTENDER["cuabi_cffi_abi"].env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p)
+
+
+WHEEL_TIERS = {  # wheel kind -> the contenders it serves, and the backend each must report
+    "abi3": [("cuabi_cffi", "cffi-compiled")],
+    "pure": [("cuabi_cffi_abi", "cffi"), ("cuabi_ctypes", "ctypes")],
+}
+
+
+def use_wheels(setup, wheels):
+    """--wheel: the cuabi contenders import an installed wheel instead of the
+    source tree.  Each wheel goes into its own venv (with the system's
+    site-packages, so the anchors and cffi are the same), and the contenders
+    of its tier run that venv's interpreter with the wheel's own libcuabi.
+    Returns notes for the report."""
+    notes = []
+    for wheel in wheels:
+        wheel = os.path.abspath(wheel)
+        base = os.path.basename(wheel)
+        kind = "abi3" if "-abi3-" in base else "pure" if "-py3-none-" in base else None
+        if kind is None or not os.path.exists(wheel):
+            raise SystemExit(f"bench/run: --wheel {wheel}: not an existing cuabi wheel "
+                             "(cp310-abi3 or py3-none)")
+        venv = os.path.join(setup.out, "venvs", kind)
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([setup.python, "-m", "venv", "--system-site-packages", venv], check=True)
+        python = os.path.join(venv, "bin", "python")
+        proc = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
+                               "--force-reinstall", "--disable-pip-version-check", wheel],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"bench/run: installing {base} failed:\n{proc.stderr[-2000:]}")
+        for name, backend in WHEEL_TIERS[kind]:
+            c = ops.CONTENDER[name]
+            c.python = python
+            # the wheel's package and library, not the source tree's
+            c.env.update(PYTHONPATH=None, CUABI_LIBRARY=None)
+            probe = subprocess.run([python, "-c", "import cuabi; print(cuabi.backend_name()); "
+                                    "print(cuabi.__file__)"], capture_output=True, text=True,
+                                   env=setup.child_env(c), cwd=setup.out)
+            got = probe.stdout.split()
+            if probe.returncode != 0 or not got or got[0] != backend or venv not in got[-1]:
+                raise SystemExit(f"bench/run: {base} for {c.label}: expected the {backend} backend "
+                                 f"from {venv}, got {probe.stdout.strip() or probe.stderr[-600:]}")
+            c.label += f", {kind} wheel"
+        notes.append(f"cuabi from the installed wheel {base}")
+    return notes
 
 
 # ---------------------------------------------------------------- 2. probe
@@ -361,7 +427,8 @@ def launch_cost(setup, binaries, gpu, contenders, rounds):
 
 def launch_cost_once(setup, contender, script, loop, rounds):
     try:
-        proc = subprocess.run([setup.python, script, loop, setup.kernels, str(rounds)],
+        proc = subprocess.run([setup.python_for(contender), script, loop, setup.kernels,
+                               str(rounds)],
                               capture_output=True, text=True, cwd=BENCH,
                               env=setup.child_env(contender), timeout=max(30, setup.left()))
     except subprocess.TimeoutExpired:
@@ -388,7 +455,7 @@ def launch_cost_once(setup, contender, script, loop, rounds):
 def startup_command(setup, contender, binaries):
     if contender.kind == "c":
         return [binaries[contender.name], "startup"]
-    return [setup.python, os.path.join(BENCH, "startup.py"), contender.module]
+    return [setup.python_for(contender), os.path.join(BENCH, "startup.py"), contender.module]
 
 
 def start_once(setup, contender, binaries):
@@ -466,7 +533,8 @@ class Worker:
         if contender.kind == "c":
             command = [binaries[contender.name], "worker", setup.kernels]
         else:
-            command = [setup.python, os.path.join(BENCH, "worker.py"), contender.module,
+            command = [setup.python_for(contender), os.path.join(BENCH, "worker.py"),
+                       contender.module,
                        setup.kernels]
         self.log_path = os.path.join(setup.out, "logs", contender.name + ".log")
         self.stderr = open(self.log_path, "w")
@@ -724,6 +792,10 @@ def parse_args(argv):
                                        "(and docs/ when it is a GPU run)")
     p.add_argument("--callgrind", action="store_true",
                    help="with --from-json: add the callgrind count measured on this machine")
+    p.add_argument("--wheel", action="append", default=[], metavar="WHEEL",
+                   help="measure cuabi as installed from this wheel (repeatable: the cp310-abi3 "
+                        "wheel serves the compiled tier, the py3-none one cffi's ABI mode and "
+                        "ctypes), each in a venv under OUT/venvs, instead of the source tree")
     p.add_argument("--fake", nargs="?", const="auto", metavar="LIBCUDA",
                    help="self-test on the test suite's fake driver (default "
                         "build/tests/sysdriver/libcuda.so.1); the numbers mean nothing")
@@ -785,6 +857,9 @@ def main(argv):
     binaries = build_c(setup)
     cffi_note = stage_python_package(setup)
     if cffi_note:
+        log(cffi_note)
+    if args.wheel:
+        cffi_note = "; ".join(use_wheels(setup, args.wheel))
         log(cffi_note)
     gpu, no_gpu = probe_gpu(setup, binaries)
     if gpu:

@@ -258,3 +258,38 @@ def test_launch_cost_runs_against_the_fake_driver(tmp_path):
         variants = out["arities"][arity]
         assert set(variants) == {"C floor", "cuabi.launch"}
         assert all(len(xs) == 2 and all(x > 0 for x in xs) for xs in variants.values())
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(BUILD, "libcuabi.so.1")),
+                    reason="needs the built library (build/libcuabi.so.1)")
+def test_wheel_option_measures_the_installed_package(tmp_path, monkeypatch):
+    """--wheel: the tier's contenders run a venv's interpreter, import the wheel's
+    package and open its own libcuabi (not the source tree's, not CUABI_LIBRARY's)."""
+    pytest.importorskip("cffi")
+    build = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, %r); import build_backend; "
+         "print(build_backend.build_wheel(%r))" % (os.path.join(REPO, "python"), str(tmp_path))],
+        capture_output=True, text=True,
+        env=dict(os.environ, CUABI_BUILD_COMPILED="0",
+                 CUABI_PREBUILT_LIBRARY=os.path.join(BUILD, "libcuabi.so.1")))
+    assert build.returncode == 0, build.stderr
+    wheel = str(tmp_path / build.stdout.split()[-1])
+    for c in ops.CONTENDERS:  # use_wheels changes the shared contenders: restore them after
+        monkeypatch.setattr(c, "env", dict(c.env))
+        monkeypatch.setattr(c, "label", c.label)
+        monkeypatch.setattr(c, "python", c.python)
+    setup = runner.Setup(runner.parse_args(["--out", str(tmp_path / "out")]))
+    setup.env["CUABI_LIBRARY"] = "/nonexistent/libcuabi.so.1"  # must not reach the wheel's tier
+    notes = runner.use_wheels(setup, [wheel])
+    assert notes == ["cuabi from the installed wheel " + os.path.basename(wheel)]
+    for name in ("cuabi_cffi_abi", "cuabi_ctypes"):
+        c = ops.CONTENDER[name]
+        assert c.python.startswith(str(tmp_path / "out" / "venvs" / "pure"))
+        env = setup.child_env(c)
+        assert "CUABI_LIBRARY" not in env and "PYTHONPATH" not in env
+        p = subprocess.run([setup.python_for(c), "-c", "import cuabi; print(cuabi.library_path())"],
+                           capture_output=True, text=True, env=env, cwd=str(tmp_path))
+        assert p.returncode == 0 and "/venvs/pure/" in p.stdout, p.stdout + p.stderr
+    assert ops.CONTENDER["cuabi_cffi"].python is None  # no abi3 wheel given: the source tree's
+    with pytest.raises(SystemExit, match="not an existing cuabi wheel"):
+        runner.use_wheels(setup, [str(tmp_path / "cuabi-1.0.0-cp311-cp311-linux_x86_64.whl")])
