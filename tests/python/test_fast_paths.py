@@ -52,6 +52,32 @@ def test_every_parameter_code_packs_exactly(store, codes, values):
     assert got[3] == d32 & 0xFFFFFFFFFFFFFFFF
 
 
+# float16 values around every rounding case: ties to even, the largest finite
+# value and what rounds to it, subnormals and what rounds into the normals.
+HALVES = [0.0, -0.0, 1.0, -1.5, 65504.0, 65519.0, -65519.0, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -25,
+          2.0 ** -14, 2.0 ** -14 - 2.0 ** -25, 2.0 ** -14 - 2.0 ** -26, 1 + 2.0 ** -11,
+          1 + 3 * 2.0 ** -11, 1e-10, 0.1, 3.14159, float("inf"), float("-inf"), float("nan")]
+
+
+def test_float16_packs_like_struct(store):
+    """Code e packs each value as struct.pack("e") does (the compiled launch has its own conversion)."""
+    k = store.get_kernel("store_mixed", "?QeIp")
+    out = cuabi.DeviceBuffer(32)
+    for v in HALVES:
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, True, 0, v, 0, out)
+        cuabi.Stream.legacy().sync()
+        got = struct.unpack("4Q", out.to_bytes())[2] & 0xFFFF
+        assert got == struct.unpack("=H", struct.pack("=e", v))[0], (v, hex(got))
+
+
+@pytest.mark.parametrize("value", [65520.0, -1e300])
+def test_float16_out_of_range_names_the_kernel(store, value):
+    """A finite value too large for float16 raises TypeError naming the kernel."""
+    k = store.get_kernel("store_mixed", "?QeIp")
+    with pytest.raises(TypeError, match="bad argument for kernel 'store_mixed'"):
+        cuabi.launch(None, cuabi.LaunchConfig(1, 1), k, True, 0, value, 0, cuabi.DeviceBuffer(32))
+
+
 @pytest.mark.parametrize("bad", [
     (256, 1.0, 1, 1), (1, "x", 1, 1), (1, 1.0, -1, 1), (1, 1.0, 1, 2.5), (1, 1.0, 1, 1 << 31)])
 def test_bad_scalar_argument_names_the_kernel(store, bad):
