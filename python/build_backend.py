@@ -3,8 +3,9 @@ CPython, the compiled tier.
 
 It builds the C library with CMake (the project's own CMakeLists.txt), writes
 cffi's out-of-line ABI module (no compiler needed for that step) and, on
-CPython 3.10 and later, compiles cffi's API-mode module against the stable ABI
-(python/build_modules.py), then packs the wheel by hand:
+CPython 3.10 and later, compiles cffi's API-mode module and the speedups
+module against the stable ABI (python/build_modules.py), then packs the
+wheel by hand:
 
 * ``cp310-abi3-<platform>``: the compiled tier, for every CPython from 3.10
   (build_modules.LIMITED_API says why 3.10);
@@ -272,13 +273,7 @@ def _stage(workdir, compiled):
     files = _package_files()
     files.append(("cuabi/_cuabi_cffi.py", build_modules.build_abi(gen)))
     if compiled:
-        built = [build_modules.build_compiled(gen)]
-        if build_modules.SPEEDUPS_LIMITED:
-            built.append(build_modules.build_speedups(gen))
-        else:
-            _log("the speedups module is not built: python/speedups/speedups.c does not use "
-                 "the Limited API yet (docs/python.md)")
-        for path in built:
+        for path in (build_modules.build_compiled(gen), build_modules.build_speedups(gen)):
             files.append(("cuabi/" + os.path.basename(path), path))
     files.append(("cuabi/libcuabi.so.1", build_library(workdir)))
     return files

@@ -11,7 +11,7 @@
   it reaches the library through a table of function pointers filled with
   ``dlsym`` from the copy the package opened (``cuabi_py_bind``), so the
   library search stays the same for every backend.
-* ``cuabi/_cuabi_speedups.*.so`` (with ``--compiled``, on CPython): the
+* ``cuabi/_cuabi_speedups.abi3.so`` (with ``--compiled``, on CPython): the
   speedups module, ``python/speedups/speedups.c`` plus a ``getters.h``
   generated here from ``cdef/fast_getters.txt``: C functions for the
   one-output getters and for kernel launches (python/speedups/speedups.c says
@@ -51,9 +51,6 @@ INCLUDE = os.path.join(os.path.dirname(HERE), "include")
 # first CPython whose Limited API has METH_FASTCALL (the calling convention of
 # the speedups module's functions).  cffi's module alone would need less.
 LIMITED_API = (3, 10)
-# speedups.c still uses CPython's full API (docs/python.md, "The compiled tier
-# and the stable ABI"): built per Python version, so it is not in the abi3 wheel.
-SPEEDUPS_LIMITED = False
 
 _DECL = re.compile(r"^(?P<ret>[\w\s\*]+?)\s*\b(?P<name>cuabi_\w+)\((?P<args>[^)]*)\);\s*$")
 
@@ -199,7 +196,7 @@ def compile_module(sources, fullname, outdir, include_dirs=(), limited=True, cfl
         cmd.append("-DPy_LIMITED_API=0x%02X%02X0000" % LIMITED_API)
     for d in list(include_dirs) + python_includes():
         cmd += ["-I", d]
-    cmd += list(cflags) + list(sources) + ["-o", target + ".tmp", "-ldl"]
+    cmd += list(cflags) + list(sources) + ["-o", target + ".tmp", "-ldl", "-lm"]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
         raise RuntimeError("compiling %s failed (status %d):\n  %s\n%s"
@@ -287,7 +284,7 @@ def getters_source(text):
             L.append('    TAKE_ARGS("%s", n_%s, %d, argv);' % (name, name, n))
         else:
             L.append("    (void)args;")
-            L.append("    if (nargs != 0 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {")
+            L.append("    if (nargs != 0 || (kwnames != NULL && PyTuple_Size(kwnames) != 0)) {")
             L.append('        PyErr_SetString(PyExc_TypeError, "%s() takes no arguments");' % name)
             L.append("        return NULL;")
             L.append("    }")
@@ -351,7 +348,7 @@ def build_speedups(outdir):
         with open(os.path.join(tmp, "getters.h"), "w") as f:
             f.write(getters_source(cdef_text()))
         return compile_module([SPEEDUPS_C], "cuabi._cuabi_speedups", outdir,
-                              include_dirs=[tmp, INCLUDE], limited=SPEEDUPS_LIMITED,
+                              include_dirs=[tmp, INCLUDE], limited=True,
                               cflags=["-Wall", "-Wextra", "-Wno-missing-field-initializers"])
 
 

@@ -19,11 +19,12 @@ to it through two calls, both made here:
     once, when :mod:`cuabi._launch` first chooses ``cuabi.launch``: a
     :class:`LaunchContract` naming each class the compiled launch reads, the
     ``__slots__`` attribute it reads on objects of exactly that class, and the
-    Python functions it calls for everything else.  The C code takes each
-    named slot's offset from the class's member descriptor (and refuses a name
-    that is not an object slot of that class), so it reads what the classes
-    declare here and nothing else.  A class that changes one of these slots
-    must change its entry below.
+    Python functions it calls for everything else.  The C code finds each
+    named slot's offset through the class's member descriptor (measured with a
+    marker object, the stable ABI not showing the offset: see speedups.c's
+    slot_offset) and refuses a name that is not an object slot of that class,
+    so it reads what the classes declare here and nothing else.  A class that
+    changes one of these slots must change its entry below.
 """
 
 from __future__ import annotations

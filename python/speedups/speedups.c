@@ -23,9 +23,15 @@
  * helpers; register_launch() gives a cuabi._compiled.LaunchContract naming the
  * classes the launch reads and, for each, the __slots__ attribute it may read
  * on objects of exactly that class (a slot is a pointer at a fixed offset in
- * the object, taken here from the class's member descriptor: a load instead of
- * an attribute lookup).  Objects of any other class go through the contract's
- * Python functions.
+ * the object, measured here once per named slot, see slot_offset(): a load
+ * instead of an attribute lookup).  Objects of any other class go through the
+ * contract's Python functions.
+ *
+ * It uses only CPython's Limited API at the level of 3.10 (build_modules.py
+ * defines Py_LIMITED_API), so one file serves every CPython from 3.10: the
+ * wheel's cp310-abi3 (docs/python.md, "The compiled tier and the stable ABI").
+ * So: functions instead of the macros that read object internals, type names
+ * through __name__, a heap type for Layout, float16 packed here.
  *
  * The module reaches libcuabi through function pointers that bind() fills
  * with dlsym from the copy the package opened, so the library search stays
@@ -45,10 +51,10 @@
 
 #include "cuabi.h"
 
-/* Python 3.12 names the member types Py_T_*; older versions only T_*. */
-#ifndef Py_T_OBJECT_EX
+/* Python 3.12 names the member types Py_T_*; older versions only T_* (in
+ * structmember.h, whose PyMemberDef and constants the Limited API includes). */
+#ifndef Py_T_PYSSIZET
 #include <structmember.h>
-#define Py_T_OBJECT_EX T_OBJECT_EX
 #define Py_T_PYSSIZET T_PYSSIZET
 #define Py_READONLY READONLY
 #endif
@@ -70,6 +76,18 @@ static PyObject *to_cstring;  /* cuabi._address.cstring(obj) -> (address, keepal
 static int bound;
 
 /* ------------------------------------------------------------ conversions */
+
+/* The name of o's type, for messages (PyTypeObject is opaque in the Limited
+ * API): a new reference, NULL only when memory runs out. */
+static PyObject *type_name(PyObject *o)
+{
+    PyObject *n = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__name__");
+    if (n == NULL) {
+        PyErr_Clear();
+        n = PyUnicode_FromString("?");
+    }
+    return n;
+}
 
 /* Raises the CUDAError subclass for code; returns NULL for the caller. */
 static PyObject *fail(int code, const char *function)
@@ -137,10 +155,13 @@ static int read_unsigned(PyObject *o, uint64_t hi, uint64_t *out)
 static int arg_int_error(int r, PyObject *o, const char *function, const char *param,
                          const char *range)
 {
-    if (r == INT_NOT_INT)
-        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100s", function, param,
-                     Py_TYPE(o)->tp_name);
-    else
+    if (r == INT_NOT_INT) {
+        PyObject *t = type_name(o);
+        if (t != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.100U", function, param, t);
+            Py_DECREF(t);
+        }
+    } else
         PyErr_Format(PyExc_OverflowError, "%s: %s does not fit in %s", function, param, range);
     return -1;
 }
@@ -178,12 +199,12 @@ static int arg_pointer(PyObject *o, PyObject *conv, uint64_t *out, PyObject **ke
     PyObject *r = PyObject_CallFunctionObjArgs(conv, o, NULL);
     if (r == NULL)
         return -1;
-    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2) {
+    if (!PyTuple_Check(r) || PyTuple_Size(r) != 2) {
         Py_DECREF(r);
         PyErr_Format(PyExc_SystemError, "%s: the address converter returned a bad value", function);
         return -1;
     }
-    if (arg_unsigned(PyTuple_GET_ITEM(r, 0), UINT64_MAX, out, function, param) < 0) {
+    if (arg_unsigned(PyTuple_GetItem(r, 0), UINT64_MAX, out, function, param) < 0) {
         Py_DECREF(r);
         return -1;
     }
@@ -201,9 +222,9 @@ static int take_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
     }
     for (Py_ssize_t i = 0; i < n; i++)
         argv[i] = i < nargs ? args[i] : NULL;
-    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
     for (Py_ssize_t k = 0; k < nkw; k++) {
-        const char *key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+        const char *key = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(kwnames, k), NULL);
         if (key == NULL)
             return -1;
         Py_ssize_t i = 0;
@@ -269,7 +290,9 @@ typedef struct {
     int last_extended;
 } Layout;
 
-static PyTypeObject LayoutType;
+/* The Layout class: a heap type (PyType_FromSpec), made by the module's
+ * initialisation. */
+static PyObject *LayoutType;
 
 #define MAX_MEMORY_TYPES 8
 
@@ -285,6 +308,8 @@ struct contract {
     Py_ssize_t kernel_layout_slot;
     PyObject *infer_layout;
     PyObject *memory_types; /* a tuple of at most MAX_MEMORY_TYPES classes */
+    Py_ssize_t n_memory;
+    PyObject *memory[MAX_MEMORY_TYPES]; /* its items (borrowed from it), for the launch path */
     Py_ssize_t memory_slots[MAX_MEMORY_TYPES];
     PyObject *device_pointer;
     PyObject *config_type;
@@ -302,32 +327,85 @@ static PyObject *str_name;
 static PyObject *read_slot(PyObject *obj, Py_ssize_t offset)
 {
     PyObject *v = *(PyObject **)((char *)obj + offset);
-    if (v == NULL)
-        PyErr_Format(PyExc_AttributeError, "%.100s object has an unset slot that cuabi.launch reads",
-                     Py_TYPE(obj)->tp_name);
+    if (v == NULL) {
+        PyObject *t = type_name(obj);
+        if (t != NULL) {
+            PyErr_Format(PyExc_AttributeError, "%.100U object has an unset slot that cuabi.launch reads", t);
+            Py_DECREF(t);
+        }
+    }
     return v;
 }
 
-/* The offset of the object slot `name` of class type; -1 with TypeError when
- * it is not one. */
+/* The offset of the object slot `name` in instances of exactly class type;
+ * -1 with TypeError when it is not one.
+ *
+ * The full API reads it from the member descriptor (d_member->offset), which
+ * the Limited API does not show, so it is measured.  The class attribute must
+ * be a member descriptor (PyMemberDescr_Type, which the Limited API does
+ * export): what __slots__ makes, and what nothing else in a Python class is.
+ * A marker object is stored through the descriptor (its __set__, so the
+ * descriptor checks that it applies to the class and holds any object) into a
+ * fresh instance made by object.__new__ (no __init__ runs), and the one
+ * pointer-sized word of the instance's __basicsize__ bytes that holds the
+ * marker is the slot; no such word, or more than one, refuses the name.  The
+ * slot is then deleted again, leaving the instance as object.__new__ made it
+ * (every slot unset), which any finalizer of the class already has to accept
+ * from an __init__ that failed early. */
 static Py_ssize_t slot_offset(PyObject *type, PyObject *name)
 {
-    Py_ssize_t offset = -1;
-    if (PyType_Check(type) && PyUnicode_Check(name)) {
-        PyObject *d = PyObject_GetAttr(type, name);
-        if (d == NULL)
-            PyErr_Clear();
-        else {
-            if (Py_IS_TYPE(d, &PyMemberDescr_Type)) {
-                PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-                if (m->type == Py_T_OBJECT_EX)
-                    offset = m->offset;
-            }
-            Py_DECREF(d);
+    Py_ssize_t offset = -1, found = 0, basicsize = -1;
+    PyObject *d = NULL, *size = NULL, *inst = NULL, *marker = NULL, *r = NULL;
+    if (!PyType_Check(type) || !PyUnicode_Check(name))
+        goto refuse;
+    d = PyObject_GetAttr(type, name);
+    if (d == NULL) {
+        PyErr_Clear();
+        goto refuse;
+    }
+    if ((PyObject *)Py_TYPE(d) != (PyObject *)&PyMemberDescr_Type)
+        goto refuse;
+    size = PyObject_GetAttrString(type, "__basicsize__");
+    basicsize = size == NULL ? -1 : PyLong_AsSsize_t(size);
+    if (basicsize < 0)
+        goto error;
+    inst = PyObject_CallMethod((PyObject *)&PyBaseObject_Type, "__new__", "O", type);
+    marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    if (inst == NULL || marker == NULL)
+        goto error;
+    r = PyObject_CallMethod(d, "__set__", "OO", inst, marker);
+    if (r == NULL) {
+        /* a member that holds no object (a C type's int member) or is read-only */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_AttributeError))
+            goto error;
+        PyErr_Clear();
+        goto refuse;
+    }
+    Py_CLEAR(r);
+    for (Py_ssize_t at = 0; at + (Py_ssize_t)sizeof(PyObject *) <= basicsize; at += sizeof(PyObject *)) {
+        if (*(PyObject **)((char *)inst + at) == marker) {
+            offset = at;
+            found++;
         }
     }
-    if (offset < 0)
-        PyErr_Format(PyExc_TypeError, "register_launch: %R.%S is not a __slots__ attribute", type, name);
+    r = PyObject_CallMethod(d, "__delete__", "O", inst);
+    if (r == NULL)
+        goto error;
+    if (found != 1)
+        goto refuse;
+    goto done;
+refuse:
+    offset = -1;
+    PyErr_Format(PyExc_TypeError, "register_launch: %R.%S is not a __slots__ attribute", type, name);
+    goto done;
+error:
+    offset = -1;
+done:
+    Py_XDECREF(d);
+    Py_XDECREF(size);
+    Py_XDECREF(inst);
+    Py_XDECREF(marker);
+    Py_XDECREF(r);
     return offset;
 }
 
@@ -350,12 +428,45 @@ static int pack_int_error(int r, PyObject *kernel, Py_ssize_t i)
 
 static int pack_double(PyObject *o, double *v, PyObject *kernel, Py_ssize_t i)
 {
-    double d = PyFloat_Check(o) ? PyFloat_AS_DOUBLE(o) : PyFloat_AsDouble(o);
+    double d = PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         return bad_argument(kernel, i, "must be a number");
     }
     *v = d;
+    return 0;
+}
+
+/* d as an IEEE 754 binary16 in *out, rounded to nearest even, as
+ * struct.pack("e") does (PyFloat_Pack2 is not in the Limited API); -1 when a
+ * finite d is too large for it. */
+static int pack_half(double d, uint16_t *out)
+{
+    uint16_t sign = signbit(d) ? 0x8000 : 0;
+    double a = fabs(d);
+    if (isnan(d)) {
+        *out = sign | 0x7e00;
+        return 0;
+    }
+    if (isinf(d) || a == 0.0) {
+        *out = sign | (a == 0.0 ? 0 : 0x7c00);
+        return 0;
+    }
+    int e;
+    double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1): a = 2f * 2^(e-1) */
+    if (e < -13) {           /* below 2^-14: a subnormal, in units of 2^-24 (1024 rounds to the smallest normal) */
+        *out = sign | (uint16_t)rint(ldexp(a, 24));
+        return 0;
+    }
+    double m = rint(ldexp(f, 11)); /* 1024 .. 2048: the implicit bit and 10 bits */
+    int biased = e + 14;
+    if (m == 2048.0) {
+        m = 1024.0;
+        biased++;
+    }
+    if (biased >= 31)
+        return -1;
+    *out = sign | (uint16_t)(biased << 10) | (uint16_t)((int)m - 1024);
     return 0;
 }
 
@@ -393,8 +504,8 @@ static PyObject *address_int(PyObject *o)
 {
     if (PyLong_CheckExact(o))
         return o;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(contract.memory_types); k++) {
-        if ((PyObject *)Py_TYPE(o) == PyTuple_GET_ITEM(contract.memory_types, k)) {
+    for (Py_ssize_t k = 0; k < contract.n_memory; k++) {
+        if ((PyObject *)Py_TYPE(o) == contract.memory[k]) {
             PyObject *h = *(PyObject **)((char *)o + contract.memory_slots[k]);
             return h != NULL && PyLong_CheckExact(h) ? h : NULL;
         }
@@ -447,25 +558,22 @@ static int pack_one(const struct param *p, PyObject *o, unsigned char *dst, PyOb
             return -1;
         memcpy(dst, &d, 8);
         return 0;
-    case 'e':
+    case 'e': {
+        uint16_t h;
         if (pack_double(o, &d, kernel, i) < 0)
             return -1;
-#if PY_VERSION_HEX >= 0x030B0000
-        if (PyFloat_Pack2(d, (char *)dst, PY_LITTLE_ENDIAN) < 0) {
-#else
-        if (_PyFloat_Pack2(d, dst, PY_LITTLE_ENDIAN) < 0) {
-#endif
-            PyErr_Clear();
+        if (pack_half(d, &h) < 0)
             return bad_argument(kernel, i, "is out of range for float16");
-        }
+        memcpy(dst, &h, 2);
         return 0;
+    }
     case 's': /* a struct passed by value, given as bytes of its exact size */
-        if (PyBytes_Check(o) && (size_t)PyBytes_GET_SIZE(o) == p->size) {
-            memcpy(dst, PyBytes_AS_STRING(o), p->size);
+        if (PyBytes_Check(o) && (size_t)PyBytes_Size(o) == p->size) {
+            memcpy(dst, PyBytes_AsString(o), p->size);
             return 0;
         }
-        if (PyByteArray_Check(o) && (size_t)PyByteArray_GET_SIZE(o) == p->size) {
-            memcpy(dst, PyByteArray_AS_STRING(o), p->size);
+        if (PyByteArray_Check(o) && (size_t)PyByteArray_Size(o) == p->size) {
+            memcpy(dst, PyByteArray_AsString(o), p->size);
             return 0;
         }
         {
@@ -484,16 +592,20 @@ static int pack_one(const struct param *p, PyObject *o, unsigned char *dst, PyOb
 static int read_config(Layout *self, PyObject *config)
 {
     if ((PyObject *)Py_TYPE(config) != contract.config_type) {
-        PyErr_Format(PyExc_TypeError, "config must be a LaunchConfig, got %.100s", Py_TYPE(config)->tp_name);
+        PyObject *t = type_name(config);
+        if (t != NULL) {
+            PyErr_Format(PyExc_TypeError, "config must be a LaunchConfig, got %.100U", t);
+            Py_DECREF(t);
+        }
         return -1;
     }
     PyObject *t = PyObject_GetAttr(config, contract.config_header);
     if (t == NULL)
         return -1;
     uint32_t v[8];
-    int ok = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 8;
+    int ok = PyTuple_Check(t) && PyTuple_Size(t) == 8;
     for (Py_ssize_t i = 0; ok && i < 8; i++) {
-        unsigned long x = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(t, i));
+        unsigned long x = PyLong_AsUnsignedLong(PyTuple_GetItem(t, i));
         ok = !(x == (unsigned long)-1 && PyErr_Occurred()) && x <= UINT32_MAX;
         v[i] = (uint32_t)x;
     }
@@ -515,8 +627,10 @@ static int read_config(Layout *self, PyObject *config)
     self->last_header.shared_mem_bytes = v[6];
     self->last_header.reserved = v[7];
     self->last_extended = extended;
+    PyObject *previous = self->last_config;
     Py_INCREF(config);
-    Py_XSETREF(self->last_config, config);
+    self->last_config = config;
+    Py_XDECREF(previous);
     return 0;
 }
 
@@ -660,7 +774,11 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
 
     /* 2. the kernel's function and argument layout */
     if ((PyObject *)Py_TYPE(kernel) != contract.kernel_type) {
-        PyErr_Format(PyExc_TypeError, "kernel must be a cuabi.Kernel, got %.100s", Py_TYPE(kernel)->tp_name);
+        PyObject *t = type_name(kernel);
+        if (t != NULL) {
+            PyErr_Format(PyExc_TypeError, "kernel must be a cuabi.Kernel, got %.100U", t);
+            Py_DECREF(t);
+        }
         return NULL;
     }
     PyObject *h = read_slot(kernel, contract.kernel_handle_slot);
@@ -680,7 +798,7 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
             return NULL;
         for (Py_ssize_t i = 0; i < given; i++) {
             Py_INCREF(items[i]);
-            PyTuple_SET_ITEM(kargs, i, items[i]);
+            PyTuple_SetItem(kargs, i, items[i]); /* steals the reference */
         }
         layout = PyObject_CallFunctionObjArgs(contract.infer_layout, kernel, kargs, NULL);
         Py_DECREF(kargs);
@@ -690,9 +808,12 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
         Py_INCREF(layout); /* packing may run Python code that replaces the kernel's */
     }
     PyObject *result = NULL;
-    if (!Py_IS_TYPE(layout, &LayoutType)) {
-        PyErr_Format(PyExc_TypeError, "the kernel's layout is a %.100s, not a compiled Layout",
-                     Py_TYPE(layout)->tp_name);
+    if ((PyObject *)Py_TYPE(layout) != LayoutType) {
+        PyObject *t = type_name(layout);
+        if (t != NULL) {
+            PyErr_Format(PyExc_TypeError, "the kernel's layout is a %.100U, not a compiled Layout", t);
+            Py_DECREF(t);
+        }
     } else if (given != ((Layout *)layout)->nparams) {
         PyObject *name = PyObject_GetAttr(kernel, str_name);
         if (name != NULL) {
@@ -711,14 +832,17 @@ static PyObject *launch(PyObject *module, PyObject *const *args, Py_ssize_t narg
 static void layout_dealloc(PyObject *op)
 {
     Layout *self = (Layout *)op;
+    PyObject *type = (PyObject *)Py_TYPE(op);
     PyObject_GC_UnTrack(op);
     PyMem_Free(self->params);
     Py_XDECREF(self->last_config);
     PyObject_GC_Del(op);
+    Py_DECREF(type); /* instances of a heap type hold a reference to it */
 }
 
 static int layout_traverse(PyObject *op, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE(op)); /* a heap type: its instances hold it */
     Py_VISIT(((Layout *)op)->last_config);
     return 0;
 }
@@ -729,15 +853,19 @@ static PyMemberDef layout_members[] = {
     { NULL, 0, 0, 0, NULL },
 };
 
-static PyTypeObject LayoutType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "cuabi._cuabi_speedups.Layout",
-    .tp_basicsize = sizeof(Layout),
-    .tp_dealloc = layout_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_traverse = layout_traverse,
-    .tp_members = layout_members,
-    .tp_doc = "How one kernel signature's arguments are packed; made by make_layout().",
+static PyType_Slot layout_slots[] = {
+    { Py_tp_dealloc, (void *)layout_dealloc },
+    { Py_tp_traverse, (void *)layout_traverse },
+    { Py_tp_members, (void *)layout_members },
+    { Py_tp_doc, (void *)"How one kernel signature's arguments are packed; made by make_layout()." },
+    { 0, NULL },
+};
+
+/* Only make_layout() makes one (a Layout() from Python would have no
+ * parameters and size 0, which the launch trusts). */
+static PyType_Spec layout_spec = {
+    "cuabi._cuabi_speedups.Layout", sizeof(Layout), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION, layout_slots,
 };
 
 /* make_layout(items, size): items are cuabi._kernel_args.packing()'s
@@ -753,14 +881,14 @@ static PyObject *make_layout(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "make_layout: size is smaller than the header");
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    Py_ssize_t n = PyTuple_Size(items);
     struct param *params = PyMem_Calloc(n ? (size_t)n : 1, sizeof *params);
     if (params == NULL)
         return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *code;
         Py_ssize_t off, sz;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(items, i), "snn:layout item", &code, &off, &sz))
+        if (!PyArg_ParseTuple(PyTuple_GetItem(items, i), "snn:layout item", &code, &off, &sz))
             goto bad;
         if (strlen(code) != 1 || strchr("pbB?hHiIqQfdes", code[0]) == NULL || off < 0 || sz <= 0
             || (size_t)off + (size_t)sz > (size_t)size - CUABI_LAUNCH_HEADER_SIZE) {
@@ -778,7 +906,7 @@ static PyObject *make_layout(PyObject *module, PyObject *args)
         params[i].offset = (size_t)off;
         params[i].size = (size_t)sz;
     }
-    Layout *self = PyObject_GC_New(Layout, &LayoutType);
+    Layout *self = PyObject_GC_New(Layout, (PyTypeObject *)LayoutType);
     if (self == NULL)
         goto bad;
     self->nparams = n;
@@ -862,13 +990,15 @@ static PyObject *register_launch(PyObject *module, PyObject *c)
         || (n.kernel_handle_slot = field_slot(c, n.kernel_type, "kernel_handle_slot")) < 0
         || (n.kernel_layout_slot = field_slot(c, n.kernel_type, "kernel_layout_slot")) < 0)
         goto bad;
-    if (!PyTuple_Check(n.memory_types) || PyTuple_GET_SIZE(n.memory_types) > MAX_MEMORY_TYPES) {
+    if (!PyTuple_Check(n.memory_types) || PyTuple_Size(n.memory_types) > MAX_MEMORY_TYPES) {
         PyErr_Format(PyExc_TypeError, "register_launch: memory_types must be a tuple of at most %d classes",
                      MAX_MEMORY_TYPES);
         goto bad;
     }
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(n.memory_types); k++) {
-        if ((n.memory_slots[k] = field_slot(c, PyTuple_GET_ITEM(n.memory_types, k), "memory_slot")) < 0)
+    n.n_memory = PyTuple_Size(n.memory_types);
+    for (Py_ssize_t k = 0; k < n.n_memory; k++) {
+        n.memory[k] = PyTuple_GetItem(n.memory_types, k);
+        if ((n.memory_slots[k] = field_slot(c, n.memory[k], "memory_slot")) < 0)
             goto bad;
     }
     contract_clear(&contract);
@@ -933,11 +1063,11 @@ static PyObject *function(PyObject *module, PyObject *args)
             Py_RETURN_NONE;
         /* one method definition per entry point, for the life of the process
          * (the function object points at it) */
-        PyMethodDef *def = PyMem_RawMalloc(sizeof *def);
-        char *text = PyMem_RawMalloc(strlen(doc) + 1);
+        PyMethodDef *def = PyMem_Malloc(sizeof *def);
+        char *text = PyMem_Malloc(strlen(doc) + 1);
         if (def == NULL || text == NULL) {
-            PyMem_RawFree(def);
-            PyMem_RawFree(text);
+            PyMem_Free(def);
+            PyMem_Free(text);
             return PyErr_NoMemory();
         }
         strcpy(text, doc);
@@ -978,7 +1108,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__cuabi_speedups(void)
 {
-    if (PyType_Ready(&LayoutType) < 0)
+    if (LayoutType == NULL && (LayoutType = PyType_FromSpec(&layout_spec)) == NULL)
         return NULL;
     str_name = PyUnicode_InternFromString("name");
     if (str_name == NULL)

@@ -173,6 +173,30 @@ def test_register_launch_refuses_a_contract_it_cannot_honour(change, message):
         sp.register_launch(_registered_contract().replace(**change))
 
 
+def test_compiled_launch_reads_the_named_slots_itself(store):
+    """The compiled launch takes streams' and memory's handles from the slots at the offsets it measured."""
+    if not EXPECT_SPEEDUPS:
+        pytest.skip("set CUABI_TEST_EXPECT_SPEEDUPS=1 when the speedups module is built")
+    from cuabi import _cuabi_speedups as sp
+
+    def unused(obj):
+        raise AssertionError("the contract's Python fallback was called for %r" % (obj,))
+
+    contract = _registered_contract()
+    k = store.get_kernel("store_mixed", "BdHip")
+    stream = cuabi.Stream()
+    outs = [cls(32) for cls in contract.memory_types]
+    sp.register_launch(contract.replace(device_pointer=unused, stream_handle=unused))
+    try:
+        for out in outs:
+            cuabi.launch(stream, cuabi.LaunchConfig(1, 1), k, 7, 1.0, 2, 3, out)
+    finally:
+        sp.register_launch(contract)
+    stream.sync()
+    for out in outs:
+        assert struct.unpack("4Q", out.to_bytes()) == (7, _u64("d", 1.0), 2, 3)
+
+
 def test_contract_names_each_memory_class_address(store):
     """Each memory class the contract lists keeps its kernel address in the slot it names."""
     from cuabi import _launch

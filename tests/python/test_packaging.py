@@ -78,7 +78,7 @@ def test_default_wheel_is_abi3_on_cpython(wheel):
         assert not any(n.endswith(".so") for n in names)
         return
     names = _check_wheel(wheel, "cp310-abi3")
-    assert "cuabi/_cuabi_cffi_api.abi3.so" in names
+    assert "cuabi/_cuabi_cffi_api.abi3.so" in names and "cuabi/_cuabi_speedups.abi3.so" in names
     # only stable-ABI modules in an abi3 wheel
     assert not any(n.endswith(".so") and "cpython-" in n for n in names), names
 
