@@ -8,11 +8,12 @@ wheel ships it (cffi's API-mode module and the speedups module with the
 Limited API of 3.10, ``.abi3.so``) and against this interpreter's full API
 (cffi's _CFFI_NO_LIMITED_API; the speedups module from --full-speedups,
 default the current python/speedups/speedups.c, without Py_LIMITED_API: give
-an older speedups.c to measure what a conversion cost).  Then it times the
+the speedups.c of before the conversion, e.g. ``git show
+0aa2c8b:python/speedups/speedups.c``, to measure what the conversion cost).  Then it times the
 same calls in alternating fresh processes, round by round (A B A B ...), so
 that a drift of the machine falls on both: ``driver.cuCtxGetCurrent()``,
-``cuabi.launch`` of a 3- and a 16-argument kernel and ``Kernel.launch`` with
-``stream=``.  Prints the median ns per call of each, and the cost: the
+``cuabi.launch`` of a 3- and a 16-argument kernel on the NULL stream, and of
+the 3-argument kernel on a ``cuabi.Stream`` (its handle read from the slot).  Prints the median ns per call of each, and the cost: the
 median of the rounds' paired differences, with their quartiles.
 Needs the build tree (libcuabi.so.1 and the fake driver, or CUABI_LIBCUDA for
 a real one).
@@ -54,8 +55,8 @@ out = {}
 for name, stmt in (("driver.cuCtxGetCurrent()", lambda: d.cuCtxGetCurrent()),
                    ("cuabi.launch, 3 arguments", lambda: launch(None, config, k3, *a3)),
                    ("cuabi.launch, 16 arguments", lambda: launch(None, config, k16, *a16)),
-                   ("Kernel.launch(stream=), 3 arguments",
-                    lambda: k3.launch(config, *a3, stream=stream))):
+                   ("cuabi.launch on a Stream, 3 arguments",
+                    lambda: launch(stream, config, k3, *a3))):
     stmt()
     out[name] = min(timeit.repeat(stmt, number=number, repeat=3)) / number * 1e9
     d.cuCtxSynchronize()
