@@ -79,7 +79,10 @@ static int driver_library_in_process(const char *path)
 /* Whether this machine has a libcuda.so.1 the search would find: asked of
  * cuabi itself, in a child started with an empty environment (so neither this
  * scenario's variables nor LD_LIBRARY_PATH steer the search), so that this
- * process loads nothing. */
+ * process loads nothing.  In a cross build the child is started through the
+ * emulator that runs this program (CUABI_TEST_EMULATOR, its words separated
+ * by spaces, set by write_ctest_file): qemu-user cannot execute a foreign
+ * program by itself. */
 static int system_has_driver(void)
 {
     fflush(NULL);
@@ -90,9 +93,19 @@ static int system_has_driver(void)
         if (n <= 0)
             _exit(2);
         self[n] = '\0';
-        char *const argv[] = { self, "--probe-system-driver", NULL };
+        char words[1024], *argv[16];
+        int argc = 0;
+        const char *emulator = getenv("CUABI_TEST_EMULATOR");
+        if (emulator != NULL && strlen(emulator) < sizeof words) {
+            strcpy(words, emulator);
+            for (char *w = strtok(words, " "); w != NULL && argc < 13; w = strtok(NULL, " "))
+                argv[argc++] = w;
+        }
+        argv[argc++] = self;
+        argv[argc++] = "--probe-system-driver";
+        argv[argc] = NULL;
         char *const envp[] = { NULL };
-        execve(self, argv, envp);
+        execvpe(argv[0], argv, envp); /* the emulator from this process's PATH */
         _exit(2);
     }
     int status = 0;
@@ -470,6 +483,7 @@ static int write_ctest_file(const char *path, const char *self, int nkeys, char 
     for (int k = 0; k < nkeys; k++)
         if (strncmp(keys[k], "EMULATOR=", 9) == 0 && keys[k][9] != '\0')
             emulator = keys[k] + 9;
+    const char *emulator_words = emulator; /* for system_has_driver's child */
     char prefix[1024];
     snprintf(prefix, sizeof prefix, "%s%s", emulator, emulator[0] != '\0' ? " " : "");
     emulator = prefix;
@@ -497,6 +511,8 @@ static int write_ctest_file(const char *path, const char *self, int nkeys, char 
         fprintf(out, "set_tests_properties(loading.%s PROPERTIES LABELS \"c;loading\" "
                      "SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT \"CUABI_TEST_SCENARIO=%s",
                 s->name, s->name);
+        if (emulator_words[0] != '\0')
+            fprintf(out, ";CUABI_TEST_EMULATOR=%s", emulator_words);
         for (const char *c = s->env; *c != '\0' && rc == 0; c++) {
             const char *end = strchr(c, ' ');
             size_t len = end != NULL ? (size_t)(end - c) : strlen(c);
