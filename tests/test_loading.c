@@ -153,6 +153,15 @@ static void fake_driver(void)
     assert_int_equal(request.flags, CU_GET_PROC_ADDRESS_DEFAULT);
 }
 
+static void report_loads_the_driver(void)
+{
+    /* The report as the very first call: it loads the driver, then tells how. */
+    const char *report = cuabi_driver_report();
+    assert_contains(report, "opened");
+    assert_contains(report, real(env("CUABI_LIBCUDA")));
+    assert_true(driver_library_in_process(env("CUABI_LIBCUDA")));
+}
+
 static void no_driver(void)
 {
     if (system_has_driver())
@@ -384,6 +393,7 @@ static const struct scenario {
     const char *unavailable; /* why it cannot run where a path of env is not given */
 } scenarios[] = {
     { "fake_driver", fake_driver, "CUABI_LIBCUDA=@FAKE@", NULL },
+    { "report_loads_the_driver", report_loads_the_driver, "CUABI_LIBCUDA=@FAKE@", NULL },
     { "no_driver", no_driver, "", NULL },
     { "toolkit_stub", toolkit_stub, "CUABI_LIBCUDA=@STUB@",
       "the CUDA toolkit's stub libcuda.so is not installed here" },

@@ -5,13 +5,19 @@ the toolkit's, in C and C++, in legacy and per-thread default stream mode
 (gcc -dM -E), but for the differences listed in DIFFERENCES, each of which
 docs/abi.md ("The compat cuda.h") names and explains. Every cuXxx macro of the
 toolkit (a rename such as cuMemAlloc -> cuMemAlloc_v2) exists in the compat
-header too, mapped to cuabi's forwarder.
+header too, mapped to cuabi's forwarder; and the forwarder of the same function:
+each cuXxx name the compat header maps, and each entry point's name, becomes through
+cuabi's header the forwarder of the entry point whose driver symbol it becomes
+through the toolkit's (driver_api.json's cuda_h_symbol, in per-thread mode
+cuda_h_ptds_symbol; a spelling of the other mode, such as cuMemcpy_ptds in legacy
+mode, names that mode's entry point).
 
 usage: check_macros.py SOURCE_DIR CUDA_INCLUDE_DIR
 Exits 77 (skipped) where the toolkit's headers are absent.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -50,6 +56,44 @@ def macros(cc: str, flags: list[str], includes: list[str]) -> dict[str, str]:
     return table
 
 
+def expansions(cc: str, flags: list[str], includes: list[str], names: list[str]) -> dict[str, str]:
+    """What each name becomes after cuda.h's and cudaProfiler.h's macros."""
+    with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as f:
+        f.write("#include <cuda.h>\n#include <cudaProfiler.h>\n" +
+                "".join(f"cuabi_probe_{i} {name}\n" for i, name in enumerate(names)))
+    try:
+        out = subprocess.run([cc, *flags, "-E", "-P", *includes, f.name],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    found = (re.match(r"cuabi_probe_(\d+) (\w+)$", line.strip()) for line in out.splitlines())
+    return {names[int(m.group(1))]: m.group(2) for m in found if m}
+
+
+def mapping_failures(source: Path, toolkit: list[str], cuabi: list[str]) -> list[str]:
+    """Each name reaches, through cuabi's compat header, the forwarder of the entry point
+    whose driver symbol it reaches through the toolkit's cuda.h."""
+    entries = json.loads((source / "include/cuabi/driver_api.json").read_text())["entry_points"]
+    compat = (source / "include/cuabi/compat/cuda.h").read_text()
+    names = sorted({e["name"] for e in entries} |
+                   set(re.findall(r"^#define (cu[A-Z]\w*) cuabi_", compat, re.M)))
+    failures = []
+    for mode, key, other in (([], "cuda_h_symbol", "cuda_h_ptds_symbol"),
+                             (["-DCUDA_API_PER_THREAD_DEFAULT_STREAM"], "cuda_h_ptds_symbol",
+                              "cuda_h_symbol")):
+        label = "per-thread" if mode else "legacy"
+        by_symbol = {e[other]: e["name"] for e in entries}
+        by_symbol.update({e[key]: e["name"] for e in entries})  # this mode's symbols first
+        theirs = expansions("gcc", mode, toolkit, names)
+        ours = expansions("gcc", mode, cuabi, names)
+        for name in names:
+            entry = by_symbol.get(theirs.get(name))
+            if entry is None or ours.get(name) != "cuabi_" + entry:
+                failures.append(f"{label}: {name} becomes {theirs.get(name)} with the toolkit's "
+                                f"cuda.h (entry point {entry}), {ours.get(name)} with cuabi's")
+    return failures
+
+
 def allowed(name: str) -> bool:
     return any(re.fullmatch(pattern, name) for pattern in DIFFERENCES)
 
@@ -85,9 +129,11 @@ def main() -> int:
                     continue
                 failures.append(f"{label}: {name} is {theirs[name].strip()!r} in the toolkit's "
                                 f"cuda.h, {ours[name].strip()!r} in cuabi's")
+    failures += mapping_failures(source, toolkit, cuabi)
     print("\n".join(failures) or
           f"macros agree: {compared} toolkit macros over C, C++, legacy and per-thread; "
-          f"{len(DIFFERENCES)} kinds of difference, each explained in docs/abi.md")
+          f"{len(DIFFERENCES)} kinds of difference, each explained in docs/abi.md; every "
+          "name reaches the forwarder of the function it names")
     return 1 if failures else 0
 
 
