@@ -129,7 +129,7 @@ INOUT_POINTERS = {
     ("cuGraphNodeGetDependentNodes", "numDependentNodes"),
     ("cuCoredumpGetAttribute", "size"), ("cuCoredumpGetAttributeGlobal", "size"),
     ("cuCoredumpSetAttribute", "size"), ("cuCoredumpSetAttributeGlobal", "size"),
-    ("cuDevSmResourceSplitByCount", "nbGroups"),
+    ("cuDevSmResourceSplitByCount", "nbGroups"), ("cuDeviceGetCliqueInfo", "count"),
     ("cuLogsDumpToMemory", "iterator"), ("cuLogsDumpToMemory", "size"),
 }
 

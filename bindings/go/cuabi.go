@@ -91,14 +91,19 @@ type CUctx_flags = uint32
 type CUevent_sched_flags = uint32
 type cl_event_flags = uint32
 type cl_context_flags = uint32
+type CUhostTaskSyncMode = uint32
 type CUstream_flags = uint32
 type CUevent_flags = uint32
 type CUevent_record_flags = uint32
 type CUevent_wait_flags = uint32
+type CUatomicOperation = uint32
+type CUatomicOperationCapability = uint32
 type CUstreamWaitValue_flags = uint32
 type CUstreamWriteValue_flags = uint32
 type CUstreamBatchMemOpType = uint32
 type CUstreamMemoryBarrier_flags = uint32
+type CUstreamAtomicReductionOpType = uint32
+type CUstreamAtomicReductionDataType = uint32
 type CUstreamBatchMemOpParams_v1 = C.CUstreamBatchMemOpParams_v1
 type CUstreamBatchMemOpParams = C.CUstreamBatchMemOpParams
 type CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 = C.CUDA_BATCH_MEM_OP_NODE_PARAMS_v1
@@ -160,6 +165,8 @@ type CUsynchronizationPolicy = uint32
 type CUclusterSchedulingPolicy = uint32
 type CUlaunchMemSyncDomain = uint32
 type CUlaunchMemSyncDomainMap = C.CUlaunchMemSyncDomainMap
+type CUlaunchAttributePortableClusterMode = uint32
+type CUsharedMemoryMode = uint32
 type CUlaunchAttributeID = uint32
 type CUlaunchAttributeValue = C.CUlaunchAttributeValue
 type CUlaunchAttribute = C.CUlaunchAttribute
@@ -182,12 +189,13 @@ type CUexecAffinityParam = C.CUexecAffinityParam
 type CUcigDataType = uint32
 type CUctxCigParam = C.CUctxCigParam
 type CUctxCreateParams = C.CUctxCreateParams
+type CUstreamCigDataType = uint32
+type CUstreamCigParam = C.CUstreamCigParam
+type CUstreamCigCaptureParams = C.CUstreamCigCaptureParams
 type CUlibraryOption = uint32
 type CUlibraryHostUniversalFunctionAndDataTable = C.CUlibraryHostUniversalFunctionAndDataTable
 type CUresult = Result
 type CUdevice_P2PAttribute = uint32
-type CUatomicOperation = uint32
-type CUatomicOperationCapability = uint32
 type CUstreamCallback = C.CUstreamCallback
 type CUoccupancyB2DSize = C.CUoccupancyB2DSize
 type CUDA_MEMCPY2D_v2 = C.CUDA_MEMCPY2D_v2
@@ -219,6 +227,7 @@ type CUtensorMapSwizzle = uint32
 type CUtensorMapL2promotion = uint32
 type CUtensorMapFloatOOBfill = uint32
 type CUtensorMapIm2ColWideMode = uint32
+type CUtensorMapAllocClass = uint32
 type CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_v1 = C.CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_v1
 type CUDA_POINTER_ATTRIBUTE_P2P_TOKENS = C.CUDA_POINTER_ATTRIBUTE_P2P_TOKENS
 type CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = uint32
@@ -294,10 +303,16 @@ type CUDA_MEM_ALLOC_NODE_PARAMS = C.CUDA_MEM_ALLOC_NODE_PARAMS
 type CUDA_MEM_ALLOC_NODE_PARAMS_v2 = C.CUDA_MEM_ALLOC_NODE_PARAMS_v2
 type CUDA_MEM_FREE_NODE_PARAMS = C.CUDA_MEM_FREE_NODE_PARAMS
 type CUgraphMem_attribute = uint32
-type CUgraphChildGraphNodeOwnership = uint32
+type CUgraphChildGraphNodeOwnership = int32
 type CUDA_CHILD_GRAPH_NODE_PARAMS = C.CUDA_CHILD_GRAPH_NODE_PARAMS
 type CUDA_EVENT_RECORD_NODE_PARAMS = C.CUDA_EVENT_RECORD_NODE_PARAMS
 type CUDA_EVENT_WAIT_NODE_PARAMS = C.CUDA_EVENT_WAIT_NODE_PARAMS
+type CUDA_MEMCPY_BATCH_NODE_PARAMS_V1 = C.CUDA_MEMCPY_BATCH_NODE_PARAMS_V1
+type CUDA_MEMCPY_BATCH_NODE_PARAMS = C.CUDA_MEMCPY_BATCH_NODE_PARAMS
+type CUDA_FABRIC_COPY_BATCH_OP_v1 = C.CUDA_FABRIC_COPY_BATCH_OP_v1
+type CUDA_FABRIC_COPY_BATCH_OP = C.CUDA_FABRIC_COPY_BATCH_OP
+type CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1 = C.CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1
+type CUDA_FABRIC_CPY_BATCH_NODE_PARAMS = C.CUDA_FABRIC_CPY_BATCH_NODE_PARAMS
 type CUgraphNodeParams = C.CUgraphNodeParams
 type CUflushGPUDirectRDMAWritesOptions = uint32
 type CUGPUDirectRDMAWritesOrdering = uint32
@@ -309,6 +324,9 @@ type CUuserObjectRetain_flags = uint32
 type CUgraphInstantiate_flags = uint32
 type CUdeviceNumaConfig = uint32
 type CUprocessState = uint32
+type CUcheckpointCustomStoragePerDeviceData = C.CUcheckpointCustomStoragePerDeviceData
+type CUcheckpointOperationHandle = C.CUcheckpointOperationHandle
+type CUcheckpointCustomStorageInfo = C.CUcheckpointCustomStorageInfo
 type CUcheckpointLockArgs = C.CUcheckpointLockArgs
 type CUcheckpointCheckpointArgs = C.CUcheckpointCheckpointArgs
 type CUcheckpointGpuPair = C.CUcheckpointGpuPair
@@ -317,14 +335,33 @@ type CUcheckpointUnlockArgs = C.CUcheckpointUnlockArgs
 type CUmoduleLoadingMode = uint32
 type CUmemDecompressAlgorithm = uint32
 type CUmemDecompressParams = C.CUmemDecompressParams
+type CUcliqueType = uint32
+type CUcliqueInfo = C.CUcliqueInfo
+type CUlogicalEndpointId = uint32
+type CUlogicalEndpointIpcHandleType = uint32
+type CUlogicalEndpointFabricHandle = C.CUlogicalEndpointFabricHandle
+type CUlogicalEndpointType = uint32
+type CUlogicalEndpointFlag = uint32
+type CUlogicalEndpointProp = C.CUlogicalEndpointProp
+type CUfabricCpyOperandType = uint32
+type CUfabricCpyOperand = C.CUfabricCpyOperand
+type CUgraphRecaptureStatus = uint32
+type CUgraphRecaptureCallback = C.CUgraphRecaptureCallback
 type CUfunctionLoadingState = uint32
 type CUcoredumpSettings = uint32
 type CUCoredumpGenerationFlags = uint32
+type CUcoredumpCallbackHandle = C.CUcoredumpCallbackHandle
+type CUcoredumpStatusCallback = C.CUcoredumpStatusCallback
 type CUdevResourceDesc = C.CUdevResourceDesc
 type CUgreenCtxCreate_flags = uint32
-type CUdevSmResourceSplit_flags = uint32
+type CUdevSmResourceGroup_flags = uint32
+type CUdevSmResourceSplitByCount_flags = uint32
 type CUdevResourceType = uint32
 type CUdevSmResource = C.CUdevSmResource
+type CUdevWorkqueueConfigScope = uint32
+type CUdevWorkqueueConfigResource = C.CUdevWorkqueueConfigResource
+type CUdevWorkqueueResource = C.CUdevWorkqueueResource
+type CU_DEV_SM_RESOURCE_GROUP_PARAMS = C.CU_DEV_SM_RESOURCE_GROUP_PARAMS
 type CUdevResource_v1 = C.CUdevResource_v1
 type CUdevResource = C.CUdevResource
 type CUlogLevel = uint32
@@ -332,6 +369,7 @@ type CUlogsCallbackHandle = C.CUlogsCallbackHandle
 type CUlogsCallback = C.CUlogsCallback
 type CUlogIterator = uint32
 type CUoutput_mode = uint32
+type CUdevSmResourceSplit_flags = uint32
 
 // ---- enumerators
 
@@ -364,6 +402,8 @@ const (
 	NVCL_CTX_SCHED_SPIN cl_context_flags = 1
 	NVCL_CTX_SCHED_YIELD cl_context_flags = 2
 	NVCL_CTX_SCHED_BLOCKING_SYNC cl_context_flags = 4
+	CU_HOST_TASK_BLOCKING CUhostTaskSyncMode = 0
+	CU_HOST_TASK_SPINWAIT CUhostTaskSyncMode = 1
 	CU_STREAM_DEFAULT CUstream_flags = 0
 	CU_STREAM_NON_BLOCKING CUstream_flags = 1
 	CU_EVENT_DEFAULT CUevent_flags = 0
@@ -374,6 +414,27 @@ const (
 	CU_EVENT_RECORD_EXTERNAL CUevent_record_flags = 1
 	CU_EVENT_WAIT_DEFAULT CUevent_wait_flags = 0
 	CU_EVENT_WAIT_EXTERNAL CUevent_wait_flags = 1
+	CU_ATOMIC_OPERATION_INTEGER_ADD CUatomicOperation = 0
+	CU_ATOMIC_OPERATION_INTEGER_MIN CUatomicOperation = 1
+	CU_ATOMIC_OPERATION_INTEGER_MAX CUatomicOperation = 2
+	CU_ATOMIC_OPERATION_INTEGER_INCREMENT CUatomicOperation = 3
+	CU_ATOMIC_OPERATION_INTEGER_DECREMENT CUatomicOperation = 4
+	CU_ATOMIC_OPERATION_AND CUatomicOperation = 5
+	CU_ATOMIC_OPERATION_OR CUatomicOperation = 6
+	CU_ATOMIC_OPERATION_XOR CUatomicOperation = 7
+	CU_ATOMIC_OPERATION_EXCHANGE CUatomicOperation = 8
+	CU_ATOMIC_OPERATION_CAS CUatomicOperation = 9
+	CU_ATOMIC_OPERATION_FLOAT_ADD CUatomicOperation = 10
+	CU_ATOMIC_OPERATION_FLOAT_MIN CUatomicOperation = 11
+	CU_ATOMIC_OPERATION_FLOAT_MAX CUatomicOperation = 12
+	CU_ATOMIC_OPERATION_MAX CUatomicOperation = 13
+	CU_ATOMIC_CAPABILITY_SIGNED CUatomicOperationCapability = 1
+	CU_ATOMIC_CAPABILITY_UNSIGNED CUatomicOperationCapability = 2
+	CU_ATOMIC_CAPABILITY_REDUCTION CUatomicOperationCapability = 4
+	CU_ATOMIC_CAPABILITY_SCALAR_32 CUatomicOperationCapability = 8
+	CU_ATOMIC_CAPABILITY_SCALAR_64 CUatomicOperationCapability = 16
+	CU_ATOMIC_CAPABILITY_SCALAR_128 CUatomicOperationCapability = 32
+	CU_ATOMIC_CAPABILITY_VECTOR_32x4 CUatomicOperationCapability = 64
 	CU_STREAM_WAIT_VALUE_GEQ CUstreamWaitValue_flags = 0
 	CU_STREAM_WAIT_VALUE_EQ CUstreamWaitValue_flags = 1
 	CU_STREAM_WAIT_VALUE_AND CUstreamWaitValue_flags = 2
@@ -386,9 +447,15 @@ const (
 	CU_STREAM_MEM_OP_WAIT_VALUE_64 CUstreamBatchMemOpType = 4
 	CU_STREAM_MEM_OP_WRITE_VALUE_64 CUstreamBatchMemOpType = 5
 	CU_STREAM_MEM_OP_BARRIER CUstreamBatchMemOpType = 6
+	CU_STREAM_MEM_OP_ATOMIC_REDUCTION CUstreamBatchMemOpType = 8
 	CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES CUstreamBatchMemOpType = 3
 	CU_STREAM_MEMORY_BARRIER_TYPE_SYS CUstreamMemoryBarrier_flags = 0
 	CU_STREAM_MEMORY_BARRIER_TYPE_GPU CUstreamMemoryBarrier_flags = 1
+	CU_STREAM_ATOMIC_REDUCTION_OP_OR CUstreamAtomicReductionOpType = 6
+	CU_STREAM_ATOMIC_REDUCTION_OP_AND CUstreamAtomicReductionOpType = 5
+	CU_STREAM_ATOMIC_REDUCTION_OP_ADD CUstreamAtomicReductionOpType = 0
+	CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_32 CUstreamAtomicReductionDataType = 14
+	CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_64 CUstreamAtomicReductionDataType = 22
 	CU_OCCUPANCY_DEFAULT CUoccupancy_flags = 0
 	CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE CUoccupancy_flags = 1
 	CU_STREAM_ADD_CAPTURE_DEPENDENCIES CUstreamUpdateCaptureDependencies_flags = 0
@@ -445,6 +512,20 @@ const (
 	CU_AD_FORMAT_YUV444_8bit_SemiPlanar CUarray_format = 180
 	CU_AD_FORMAT_YUV444_16bit_SemiPlanar CUarray_format = 181
 	CU_AD_FORMAT_UNORM_INT_101010_2 CUarray_format = 80
+	CU_AD_FORMAT_UINT8_PACKED_422 CUarray_format = 81
+	CU_AD_FORMAT_UINT8_PACKED_444 CUarray_format = 82
+	CU_AD_FORMAT_UINT8_SEMIPLANAR_420 CUarray_format = 83
+	CU_AD_FORMAT_UINT16_SEMIPLANAR_420 CUarray_format = 84
+	CU_AD_FORMAT_UINT8_SEMIPLANAR_422 CUarray_format = 85
+	CU_AD_FORMAT_UINT16_SEMIPLANAR_422 CUarray_format = 86
+	CU_AD_FORMAT_UINT8_SEMIPLANAR_444 CUarray_format = 87
+	CU_AD_FORMAT_UINT16_SEMIPLANAR_444 CUarray_format = 88
+	CU_AD_FORMAT_UINT8_PLANAR_420 CUarray_format = 89
+	CU_AD_FORMAT_UINT16_PLANAR_420 CUarray_format = 90
+	CU_AD_FORMAT_UINT8_PLANAR_422 CUarray_format = 91
+	CU_AD_FORMAT_UINT16_PLANAR_422 CUarray_format = 92
+	CU_AD_FORMAT_UINT8_PLANAR_444 CUarray_format = 93
+	CU_AD_FORMAT_UINT16_PLANAR_444 CUarray_format = 94
 	CU_AD_FORMAT_MAX CUarray_format = 2147483647
 	CU_TR_ADDRESS_MODE_WRAP CUaddress_mode = 0
 	CU_TR_ADDRESS_MODE_CLAMP CUaddress_mode = 1
@@ -605,7 +686,21 @@ const (
 	CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED CUdevice_attribute = 145
 	CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED CUdevice_attribute = 146
 	CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED CUdevice_attribute = 147
-	CU_DEVICE_ATTRIBUTE_MAX CUdevice_attribute = 148
+	CU_DEVICE_ATTRIBUTE_ATOMIC_REDUCTION_SUPPORTED CUdevice_attribute = 148
+	CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT CUdevice_attribute = 149
+	CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK CUdevice_attribute = 150
+	CU_DEVICE_ATTRIBUTE_D3D12_CIG_STREAMS_SUPPORTED CUdevice_attribute = 151
+	CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED CUdevice_attribute = 152
+	CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_SUPPORTED CUdevice_attribute = 153
+	CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_MULTICAST_SUPPORTED CUdevice_attribute = 154
+	CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED CUdevice_attribute = 155
+	CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_ACCESS_ON_OWNER_DEVICE_SUPPORTED CUdevice_attribute = 156
+	CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT CUdevice_attribute = 157
+	CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES CUdevice_attribute = 158
+	CU_DEVICE_ATTRIBUTE_VULKAN_CIG_STREAMS_SUPPORTED CUdevice_attribute = 159
+	CU_DEVICE_ATTRIBUTE_TENSOR_MAP_LARGE_TENSOR_MIN_SIZE CUdevice_attribute = 160
+	CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_LOCALIZED_MEMORY_SUPPORTED CUdevice_attribute = 161
+	CU_DEVICE_ATTRIBUTE_MAX CUdevice_attribute = 162
 	CU_POINTER_ATTRIBUTE_CONTEXT CUpointer_attribute = 1
 	CU_POINTER_ATTRIBUTE_MEMORY_TYPE CUpointer_attribute = 2
 	CU_POINTER_ATTRIBUTE_DEVICE_POINTER CUpointer_attribute = 3
@@ -627,6 +722,7 @@ const (
 	CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR CUpointer_attribute = 19
 	CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID CUpointer_attribute = 20
 	CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE CUpointer_attribute = 21
+	CU_POINTER_ATTRIBUTE_LOCALITY_DOMAIN_ORDINAL CUpointer_attribute = 22
 	CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK CUfunction_attribute = 0
 	CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES CUfunction_attribute = 1
 	CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES CUfunction_attribute = 2
@@ -643,7 +739,9 @@ const (
 	CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH CUfunction_attribute = 13
 	CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED CUfunction_attribute = 14
 	CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE CUfunction_attribute = 15
-	CU_FUNC_ATTRIBUTE_MAX CUfunction_attribute = 16
+	CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED CUfunction_attribute = 16
+	CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE CUfunction_attribute = 17
+	CU_FUNC_ATTRIBUTE_MAX CUfunction_attribute = 18
 	CU_FUNC_CACHE_PREFER_NONE CUfunc_cache = 0
 	CU_FUNC_CACHE_PREFER_SHARED CUfunc_cache = 1
 	CU_FUNC_CACHE_PREFER_L1 CUfunc_cache = 2
@@ -710,7 +808,8 @@ const (
 	CU_JIT_MAX_THREADS_PER_BLOCK CUjit_option = 32
 	CU_JIT_OVERRIDE_DIRECTIVE_VALUES CUjit_option = 33
 	CU_JIT_SPLIT_COMPILE CUjit_option = 34
-	CU_JIT_NUM_OPTIONS CUjit_option = 35
+	CU_JIT_BINARY_LOADER_THREAD_COUNT CUjit_option = 35
+	CU_JIT_NUM_OPTIONS CUjit_option = 36
 	CU_TARGET_COMPUTE_30 CUjit_target = 30
 	CU_TARGET_COMPUTE_32 CUjit_target = 32
 	CU_TARGET_COMPUTE_35 CUjit_target = 35
@@ -732,17 +831,20 @@ const (
 	CU_TARGET_COMPUTE_100 CUjit_target = 100
 	CU_TARGET_COMPUTE_110 CUjit_target = 110
 	CU_TARGET_COMPUTE_103 CUjit_target = 103
+	CU_TARGET_COMPUTE_107 CUjit_target = 107
 	CU_TARGET_COMPUTE_120 CUjit_target = 120
 	CU_TARGET_COMPUTE_121 CUjit_target = 121
 	CU_TARGET_COMPUTE_90A CUjit_target = 65626
 	CU_TARGET_COMPUTE_100A CUjit_target = 65636
 	CU_TARGET_COMPUTE_110A CUjit_target = 65646
 	CU_TARGET_COMPUTE_103A CUjit_target = 65639
+	CU_TARGET_COMPUTE_107A CUjit_target = 65643
 	CU_TARGET_COMPUTE_120A CUjit_target = 65656
 	CU_TARGET_COMPUTE_121A CUjit_target = 65657
 	CU_TARGET_COMPUTE_100F CUjit_target = 131172
 	CU_TARGET_COMPUTE_110F CUjit_target = 131182
 	CU_TARGET_COMPUTE_103F CUjit_target = 131175
+	CU_TARGET_COMPUTE_107F CUjit_target = 131179
 	CU_TARGET_COMPUTE_120F CUjit_target = 131192
 	CU_TARGET_COMPUTE_121F CUjit_target = 131193
 	CU_PREFER_PTX CUjit_fallback = 0
@@ -781,7 +883,8 @@ const (
 	CU_LIMIT_SHMEM_SIZE CUlimit = 7
 	CU_LIMIT_CIG_ENABLED CUlimit = 8
 	CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED CUlimit = 9
-	CU_LIMIT_MAX CUlimit = 10
+	CU_LIMIT_PER_BLOCK_MEMORY_SIZE CUlimit = 10
+	CU_LIMIT_MAX CUlimit = 11
 	CU_RESOURCE_TYPE_ARRAY CUresourcetype = 0
 	CU_RESOURCE_TYPE_MIPMAPPED_ARRAY CUresourcetype = 1
 	CU_RESOURCE_TYPE_LINEAR CUresourcetype = 2
@@ -806,6 +909,10 @@ const (
 	CU_GRAPH_NODE_TYPE_MEM_FREE CUgraphNodeType = 11
 	CU_GRAPH_NODE_TYPE_BATCH_MEM_OP CUgraphNodeType = 12
 	CU_GRAPH_NODE_TYPE_CONDITIONAL CUgraphNodeType = 13
+	CU_GRAPH_NODE_TYPE_MEMCPY_BATCH CUgraphNodeType = 14
+	CU_GRAPH_NODE_TYPE_RESERVED_16 CUgraphNodeType = 16
+	CU_GRAPH_NODE_TYPE_EXTERNAL_ENGINE CUgraphNodeType = 17
+	CU_GRAPH_NODE_TYPE_FABRIC_CPY_BATCH CUgraphNodeType = 18
 	CU_GRAPH_DEPENDENCY_TYPE_DEFAULT CUgraphDependencyType = 0
 	CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC CUgraphDependencyType = 1
 	CUDA_GRAPH_INSTANTIATE_SUCCESS CUgraphInstantiateResult = 0
@@ -821,8 +928,17 @@ const (
 	CU_CLUSTER_SCHEDULING_POLICY_DEFAULT CUclusterSchedulingPolicy = 0
 	CU_CLUSTER_SCHEDULING_POLICY_SPREAD CUclusterSchedulingPolicy = 1
 	CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING CUclusterSchedulingPolicy = 2
+	CU_CLUSTER_SCHEDULING_POLICY_RUBIN_DSMEM_LOCALITY CUclusterSchedulingPolicy = 3
 	CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT CUlaunchMemSyncDomain = 0
 	CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE CUlaunchMemSyncDomain = 1
+	CU_LAUNCH_PORTABLE_CLUSTER_MODE_DEFAULT CUlaunchAttributePortableClusterMode = 0
+	CU_LAUNCH_PORTABLE_CLUSTER_MODE_REQUIRE_PORTABLE CUlaunchAttributePortableClusterMode = 1
+	CU_LAUNCH_PORTABLE_CLUSTER_MODE_ALLOW_NON_PORTABLE CUlaunchAttributePortableClusterMode = 2
+	CU_SHARED_MEMORY_MODE_DEFAULT CUsharedMemoryMode = 0
+	CU_SHARED_MEMORY_MODE_REQUIRE_PORTABLE CUsharedMemoryMode = 1
+	CU_SHARED_MEMORY_MODE_ALLOW_NON_PORTABLE CUsharedMemoryMode = 2
+	CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY CUsharedMemoryMode = 3
+	CU_SHARED_MEMORY_MODE_PREFER_OVERSIZED_SHARED_MEMORY CUsharedMemoryMode = 4
 	CU_LAUNCH_ATTRIBUTE_IGNORE CUlaunchAttributeID = 0
 	CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW CUlaunchAttributeID = 1
 	CU_LAUNCH_ATTRIBUTE_COOPERATIVE CUlaunchAttributeID = 2
@@ -839,6 +955,8 @@ const (
 	CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE CUlaunchAttributeID = 13
 	CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT CUlaunchAttributeID = 14
 	CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING CUlaunchAttributeID = 16
+	CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE CUlaunchAttributeID = 17
+	CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE CUlaunchAttributeID = 18
 	CU_STREAM_CAPTURE_STATUS_NONE CUstreamCaptureStatus = 0
 	CU_STREAM_CAPTURE_STATUS_ACTIVE CUstreamCaptureStatus = 1
 	CU_STREAM_CAPTURE_STATUS_INVALIDATED CUstreamCaptureStatus = 2
@@ -855,6 +973,8 @@ const (
 	CU_EXEC_AFFINITY_TYPE_MAX CUexecAffinityType = 1
 	CIG_DATA_TYPE_D3D12_COMMAND_QUEUE CUcigDataType = 1
 	CIG_DATA_TYPE_NV_BLOB CUcigDataType = 2
+	STREAM_CIG_DATA_TYPE_D3D12_COMMAND_LIST CUstreamCigDataType = 1
+	STREAM_CIG_DATA_TYPE_VULKAN_COMMAND_BUFFER_HANDLE_NV CUstreamCigDataType = 2
 	CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE CUlibraryOption = 0
 	CU_LIBRARY_BINARY_IS_PRESERVED CUlibraryOption = 1
 	CU_LIBRARY_NUM_OPTIONS CUlibraryOption = 2
@@ -870,6 +990,7 @@ const (
 	CUDA_ERROR_STUB_LIBRARY Result = 34
 	CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER Result = 36
 	CUDA_ERROR_DEVICE_UNAVAILABLE Result = 46
+	CUDA_ERROR_MULTICAST_RESOURCE_FULL Result = 47
 	CUDA_ERROR_NO_DEVICE Result = 100
 	CUDA_ERROR_INVALID_DEVICE Result = 101
 	CUDA_ERROR_DEVICE_NOT_LICENSED Result = 102
@@ -898,6 +1019,7 @@ const (
 	CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY Result = 224
 	CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC Result = 225
 	CUDA_ERROR_CONTAINED Result = 226
+	CUDA_ERROR_INSUFFICIENT_LOADER_VERSION Result = 227
 	CUDA_ERROR_INVALID_SOURCE Result = 300
 	CUDA_ERROR_FILE_NOT_FOUND Result = 301
 	CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND Result = 302
@@ -958,6 +1080,9 @@ const (
 	CUDA_ERROR_INVALID_RESOURCE_TYPE Result = 914
 	CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION Result = 915
 	CUDA_ERROR_KEY_ROTATION Result = 916
+	CUDA_ERROR_STREAM_DETACHED Result = 917
+	CUDA_ERROR_GRAPH_RECAPTURE_FAILURE Result = 918
+	CUDA_ERROR_FABRIC_NOT_READY Result = 919
 	CUDA_ERROR_UNKNOWN Result = 999
 	CUABI_ERROR_DRIVER_NOT_FOUND Result = 100001
 	CUABI_ERROR_DRIVER_STUB Result = 100002
@@ -973,27 +1098,6 @@ const (
 	CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED CUdevice_P2PAttribute = 4
 	CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED CUdevice_P2PAttribute = 4
 	CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED CUdevice_P2PAttribute = 5
-	CU_ATOMIC_OPERATION_INTEGER_ADD CUatomicOperation = 0
-	CU_ATOMIC_OPERATION_INTEGER_MIN CUatomicOperation = 1
-	CU_ATOMIC_OPERATION_INTEGER_MAX CUatomicOperation = 2
-	CU_ATOMIC_OPERATION_INTEGER_INCREMENT CUatomicOperation = 3
-	CU_ATOMIC_OPERATION_INTEGER_DECREMENT CUatomicOperation = 4
-	CU_ATOMIC_OPERATION_AND CUatomicOperation = 5
-	CU_ATOMIC_OPERATION_OR CUatomicOperation = 6
-	CU_ATOMIC_OPERATION_XOR CUatomicOperation = 7
-	CU_ATOMIC_OPERATION_EXCHANGE CUatomicOperation = 8
-	CU_ATOMIC_OPERATION_CAS CUatomicOperation = 9
-	CU_ATOMIC_OPERATION_FLOAT_ADD CUatomicOperation = 10
-	CU_ATOMIC_OPERATION_FLOAT_MIN CUatomicOperation = 11
-	CU_ATOMIC_OPERATION_FLOAT_MAX CUatomicOperation = 12
-	CU_ATOMIC_OPERATION_MAX CUatomicOperation = 13
-	CU_ATOMIC_CAPABILITY_SIGNED CUatomicOperationCapability = 1
-	CU_ATOMIC_CAPABILITY_UNSIGNED CUatomicOperationCapability = 2
-	CU_ATOMIC_CAPABILITY_REDUCTION CUatomicOperationCapability = 4
-	CU_ATOMIC_CAPABILITY_SCALAR_32 CUatomicOperationCapability = 8
-	CU_ATOMIC_CAPABILITY_SCALAR_64 CUatomicOperationCapability = 16
-	CU_ATOMIC_CAPABILITY_SCALAR_128 CUatomicOperationCapability = 32
-	CU_ATOMIC_CAPABILITY_VECTOR_32x4 CUatomicOperationCapability = 64
 	CU_RES_VIEW_FORMAT_NONE CUresourceViewFormat = 0
 	CU_RES_VIEW_FORMAT_UINT_1X8 CUresourceViewFormat = 1
 	CU_RES_VIEW_FORMAT_UINT_2X8 CUresourceViewFormat = 2
@@ -1063,6 +1167,9 @@ const (
 	CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA CUtensorMapFloatOOBfill = 1
 	CU_TENSOR_MAP_IM2COL_WIDE_MODE_W CUtensorMapIm2ColWideMode = 0
 	CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128 CUtensorMapIm2ColWideMode = 1
+	CU_TENSOR_MAP_ALLOC_CLASS_AUTO CUtensorMapAllocClass = 0
+	CU_TENSOR_MAP_ALLOC_CLASS_SMALL CUtensorMapAllocClass = 1
+	CU_TENSOR_MAP_ALLOC_CLASS_LARGE CUtensorMapAllocClass = 2
 	CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = 0
 	CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = 1
 	CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = 3
@@ -1101,6 +1208,8 @@ const (
 	CU_MEM_LOCATION_TYPE_HOST CUmemLocationType = 2
 	CU_MEM_LOCATION_TYPE_HOST_NUMA CUmemLocationType = 3
 	CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT CUmemLocationType = 4
+	CU_MEM_LOCATION_TYPE_INVISIBLE CUmemLocationType = 5
+	CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN CUmemLocationType = 6
 	CU_MEM_LOCATION_TYPE_MAX CUmemLocationType = 2147483647
 	CU_MEM_ALLOCATION_TYPE_INVALID CUmemAllocationType = 0
 	CU_MEM_ALLOCATION_TYPE_PINNED CUmemAllocationType = 1
@@ -1137,6 +1246,13 @@ const (
 	CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH CUmemPool_attribute = 6
 	CU_MEMPOOL_ATTR_USED_MEM_CURRENT CUmemPool_attribute = 7
 	CU_MEMPOOL_ATTR_USED_MEM_HIGH CUmemPool_attribute = 8
+	CU_MEMPOOL_ATTR_ALLOCATION_TYPE CUmemPool_attribute = 9
+	CU_MEMPOOL_ATTR_EXPORT_HANDLE_TYPES CUmemPool_attribute = 10
+	CU_MEMPOOL_ATTR_LOCATION_ID CUmemPool_attribute = 11
+	CU_MEMPOOL_ATTR_LOCATION_TYPE CUmemPool_attribute = 12
+	CU_MEMPOOL_ATTR_MAX_POOL_SIZE CUmemPool_attribute = 13
+	CU_MEMPOOL_ATTR_HW_DECOMPRESS_ENABLED CUmemPool_attribute = 14
+	CU_MEMPOOL_ATTR_LOCALITY_DOMAIN_ID CUmemPool_attribute = 15
 	CU_MEMCPY_FLAG_DEFAULT CUmemcpyFlags = 0
 	CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE CUmemcpyFlags = 1
 	CU_MEMCPY_SRC_ACCESS_ORDER_INVALID CUmemcpySrcAccessOrder = 0
@@ -1153,6 +1269,7 @@ const (
 	CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH CUgraphMem_attribute = 3
 	CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE CUgraphChildGraphNodeOwnership = 0
 	CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE CUgraphChildGraphNodeOwnership = 1
+	CU_GRAPH_CHILD_GRAPH_OWNERSHIP_INVALID CUgraphChildGraphNodeOwnership = -1
 	CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST CUflushGPUDirectRDMAWritesOptions = 1
 	CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS CUflushGPUDirectRDMAWritesOptions = 2
 	CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE CUGPUDirectRDMAWritesOrdering = 0
@@ -1177,6 +1294,8 @@ const (
 	CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS CUgraphDebugDot_flags = 8192
 	CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO CUgraphDebugDot_flags = 16384
 	CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS CUgraphDebugDot_flags = 32768
+	CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_BATCH_NODE_PARAMS CUgraphDebugDot_flags = 65536
+	CU_GRAPH_DEBUG_DOT_FLAGS_FABRIC_CPY_BATCH_NODE_PARAMS CUgraphDebugDot_flags = 131072
 	CU_USER_OBJECT_NO_DESTRUCTOR_SYNC CUuserObject_flags = 1
 	CU_GRAPH_USER_OBJECT_MOVE CUuserObjectRetain_flags = 1
 	CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH CUgraphInstantiate_flags = 1
@@ -1189,12 +1308,31 @@ const (
 	CU_PROCESS_STATE_LOCKED CUprocessState = 1
 	CU_PROCESS_STATE_CHECKPOINTED CUprocessState = 2
 	CU_PROCESS_STATE_FAILED CUprocessState = 3
+	CU_PROCESS_STATE_CHECKPOINTING CUprocessState = 4
+	CU_PROCESS_STATE_RESTORING CUprocessState = 5
 	CU_MODULE_EAGER_LOADING CUmoduleLoadingMode = 1
 	CU_MODULE_LAZY_LOADING CUmoduleLoadingMode = 2
 	CU_MEM_DECOMPRESS_UNSUPPORTED CUmemDecompressAlgorithm = 0
 	CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE CUmemDecompressAlgorithm = 1
 	CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY CUmemDecompressAlgorithm = 2
 	CU_MEM_DECOMPRESS_ALGORITHM_LZ4 CUmemDecompressAlgorithm = 4
+	CU_CLIQUE_TYPE_UNICAST_POINTER CUcliqueType = 0
+	CU_CLIQUE_TYPE_MULTICAST_POINTER CUcliqueType = 1
+	CU_CLIQUE_TYPE_UNICAST_LOGICAL_ENDPOINT CUcliqueType = 2
+	CU_CLIQUE_TYPE_MULTICAST_LOGICAL_ENDPOINT CUcliqueType = 3
+	CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE CUlogicalEndpointIpcHandleType = 0
+	CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC CUlogicalEndpointIpcHandleType = 1
+	CU_LOGICAL_ENDPOINT_TYPE_INVALID CUlogicalEndpointType = 0
+	CU_LOGICAL_ENDPOINT_TYPE_UNICAST CUlogicalEndpointType = 1
+	CU_LOGICAL_ENDPOINT_TYPE_MULTICAST CUlogicalEndpointType = 2
+	CU_LOGICAL_ENDPOINT_FLAG_NONE CUlogicalEndpointFlag = 0
+	CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS CUlogicalEndpointFlag = 1
+	CU_FABRIC_COPY_OPERAND_TYPE_POINTER CUfabricCpyOperandType = 1
+	CU_FABRIC_COPY_OPERAND_TYPE_LOGICAL_ENDPOINT CUfabricCpyOperandType = 2
+	CU_FABRIC_COPY_OPERAND_TYPE_MAX CUfabricCpyOperandType = 2147483647
+	CU_GRAPH_RECAPTURE_ELIGIBLE_FOR_UPDATE CUgraphRecaptureStatus = 0
+	CU_GRAPH_RECAPTURE_INELIGIBLE_FOR_UPDATE CUgraphRecaptureStatus = 1
+	CU_GRAPH_RECAPTURE_ERROR CUgraphRecaptureStatus = 2
 	CU_FUNCTION_LOADING_STATE_UNLOADED CUfunctionLoadingState = 0
 	CU_FUNCTION_LOADING_STATE_LOADED CUfunctionLoadingState = 1
 	CU_FUNCTION_LOADING_STATE_MAX CUfunctionLoadingState = 2
@@ -1213,12 +1351,26 @@ const (
 	CU_COREDUMP_SKIP_LOCAL_MEMORY CUCoredumpGenerationFlags = 8
 	CU_COREDUMP_SKIP_ABORT CUCoredumpGenerationFlags = 16
 	CU_COREDUMP_SKIP_CONSTBANK_MEMORY CUCoredumpGenerationFlags = 32
-	CU_COREDUMP_LIGHTWEIGHT_FLAGS CUCoredumpGenerationFlags = 47
+	CU_COREDUMP_GZIP_COMPRESS CUCoredumpGenerationFlags = 64
+	CU_COREDUMP_FAULTED_CONTEXTS_ONLY CUCoredumpGenerationFlags = 128
+	CU_COREDUMP_SKIP_TENSOR_MEMORY CUCoredumpGenerationFlags = 256
+	CU_COREDUMP_NO_ERRBAR_AT_EXIT CUCoredumpGenerationFlags = 1073741824
+	CU_COREDUMP_LOG_ONLY CUCoredumpGenerationFlags = 2147483648
+	CU_COREDUMP_LIGHTWEIGHT_FLAGS CUCoredumpGenerationFlags = 303
+	CU_GREEN_CTX_NONE CUgreenCtxCreate_flags = 0
 	CU_GREEN_CTX_DEFAULT_STREAM CUgreenCtxCreate_flags = 1
-	CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING CUdevSmResourceSplit_flags = 1
-	CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE CUdevSmResourceSplit_flags = 2
+	CU_DEV_SM_RESOURCE_GROUP_DEFAULT CUdevSmResourceGroup_flags = 0
+	CU_DEV_SM_RESOURCE_GROUP_BACKFILL CUdevSmResourceGroup_flags = 1
+	CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID CUdevSmResourceGroup_flags = 2
+	CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_SUPPLEMENTAL_SMS CUdevSmResourceGroup_flags = 4
+	CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING CUdevSmResourceSplitByCount_flags = 1
+	CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE CUdevSmResourceSplitByCount_flags = 2
 	CU_DEV_RESOURCE_TYPE_INVALID CUdevResourceType = 0
 	CU_DEV_RESOURCE_TYPE_SM CUdevResourceType = 1
+	CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG CUdevResourceType = 1000
+	CU_DEV_RESOURCE_TYPE_WORKQUEUE CUdevResourceType = 10000
+	CU_WORKQUEUE_SCOPE_DEVICE_CTX CUdevWorkqueueConfigScope = 0
+	CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED CUdevWorkqueueConfigScope = 1
 	CU_LOG_LEVEL_ERROR CUlogLevel = 0
 	CU_LOG_LEVEL_WARNING CUlogLevel = 1
 	CU_OUT_KEY_VALUE_PAIR CUoutput_mode = 0
@@ -1228,7 +1380,7 @@ const (
 // ---- cuda.h's #define constants and cuabi's own
 
 const (
-	CUDA_VERSION = 13000
+	CUDA_VERSION = 13050
 	CU_IPC_HANDLE_SIZE = 64
 	CU_COMPUTE_ACCELERATED_TARGET_BASE = 65536
 	CU_COMPUTE_FAMILY_TARGET_BASE = 131072
@@ -1267,6 +1419,7 @@ const (
 	CUDA_NVSCISYNC_ATTR_WAIT = 2
 	CU_MEM_CREATE_USAGE_TILE_POOL = 1
 	CU_MEM_CREATE_USAGE_HW_DECOMPRESS = 2
+	CU_MEM_CREATE_USAGE_GPU_DIRECT_RDMA_OVER_PCIE = 4
 	CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS = 2
 	CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC = 1
 	CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC = 2
@@ -1293,12 +1446,13 @@ const (
 	CU_PARAM_TR_DEFAULT = -1
 	CU_DEVICE_CPU CUdevice = -1
 	CU_DEVICE_INVALID CUdevice = -2
+	CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID_ANY = 4294967295
 	RESOURCE_ABI_VERSION = 1
 	RESOURCE_ABI_EXTERNAL_BYTES = 48
 	CUABI_VERSION_MAJOR = 1
-	CUABI_VERSION_MINOR = 0
+	CUABI_VERSION_MINOR = 1
 	CUABI_VERSION_PATCH = 0
-	CUABI_VERSION = 65536
+	CUABI_VERSION = 65792
 	CUABI_DEFAULT_STREAM_LEGACY = 0
 	CUABI_DEFAULT_STREAM_PER_THREAD = 1
 	CUABI_CALL_MAX_PARAMS = 32
@@ -1433,6 +1587,11 @@ func CuArrayGetSparseProperties(sparseProperties *CUDA_ARRAY_SPARSE_PROPERTIES, 
 	return check(C.cuabi_cuArrayGetSparseProperties((*C.CUDA_ARRAY_SPARSE_PROPERTIES)(unsafe.Pointer(sparseProperties)), array))
 }
 
+// CuCheckpointOperationComplete calls cuabi_cuCheckpointOperationComplete.
+func CuCheckpointOperationComplete(handle CUcheckpointOperationHandle) error {
+	return check(C.cuabi_cuCheckpointOperationComplete(handle))
+}
+
 // CuCheckpointProcessCheckpoint calls cuabi_cuCheckpointProcessCheckpoint.
 func CuCheckpointProcessCheckpoint(pid int32, args *CUcheckpointCheckpointArgs) error {
 	return check(C.cuabi_cuCheckpointProcessCheckpoint(C.int(pid), (*C.CUcheckpointCheckpointArgs)(unsafe.Pointer(args))))
@@ -1463,6 +1622,16 @@ func CuCheckpointProcessUnlock(pid int32, args *CUcheckpointUnlockArgs) error {
 	return check(C.cuabi_cuCheckpointProcessUnlock(C.int(pid), (*C.CUcheckpointUnlockArgs)(unsafe.Pointer(args))))
 }
 
+// CuCoredumpDeregisterCompleteCallback calls cuabi_cuCoredumpDeregisterCompleteCallback.
+func CuCoredumpDeregisterCompleteCallback(callback CUcoredumpCallbackHandle) error {
+	return check(C.cuabi_cuCoredumpDeregisterCompleteCallback(callback))
+}
+
+// CuCoredumpDeregisterStartCallback calls cuabi_cuCoredumpDeregisterStartCallback.
+func CuCoredumpDeregisterStartCallback(callback CUcoredumpCallbackHandle) error {
+	return check(C.cuabi_cuCoredumpDeregisterStartCallback(callback))
+}
+
 // CuCoredumpGetAttribute calls cuabi_cuCoredumpGetAttribute.
 func CuCoredumpGetAttribute(attrib CUcoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	return check(C.cuabi_cuCoredumpGetAttribute(C.CUcoredumpSettings(attrib), (unsafe.Pointer)(value), (*C.size_t)(unsafe.Pointer(size))))
@@ -1471,6 +1640,16 @@ func CuCoredumpGetAttribute(attrib CUcoredumpSettings, value unsafe.Pointer, siz
 // CuCoredumpGetAttributeGlobal calls cuabi_cuCoredumpGetAttributeGlobal.
 func CuCoredumpGetAttributeGlobal(attrib CUcoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	return check(C.cuabi_cuCoredumpGetAttributeGlobal(C.CUcoredumpSettings(attrib), (unsafe.Pointer)(value), (*C.size_t)(unsafe.Pointer(size))))
+}
+
+// CuCoredumpRegisterCompleteCallback calls cuabi_cuCoredumpRegisterCompleteCallback.
+func CuCoredumpRegisterCompleteCallback(callback CUcoredumpStatusCallback, userData unsafe.Pointer, callbackOut *CUcoredumpCallbackHandle) error {
+	return check(C.cuabi_cuCoredumpRegisterCompleteCallback(callback, (unsafe.Pointer)(userData), (*C.CUcoredumpCallbackHandle)(unsafe.Pointer(callbackOut))))
+}
+
+// CuCoredumpRegisterStartCallback calls cuabi_cuCoredumpRegisterStartCallback.
+func CuCoredumpRegisterStartCallback(callback CUcoredumpStatusCallback, userData unsafe.Pointer, callbackOut *CUcoredumpCallbackHandle) error {
+	return check(C.cuabi_cuCoredumpRegisterStartCallback(callback, (unsafe.Pointer)(userData), (*C.CUcoredumpCallbackHandle)(unsafe.Pointer(callbackOut))))
 }
 
 // CuCoredumpSetAttribute calls cuabi_cuCoredumpSetAttribute.
@@ -1653,6 +1832,11 @@ func CuDevResourceGenerateDesc(phDesc *CUdevResourceDesc, resources *CUdevResour
 	return check(C.cuabi_cuDevResourceGenerateDesc((*C.CUdevResourceDesc)(unsafe.Pointer(phDesc)), (*C.CUdevResource)(unsafe.Pointer(resources)), C.uint(nbResources)))
 }
 
+// CuDevSmResourceSplit calls cuabi_cuDevSmResourceSplit.
+func CuDevSmResourceSplit(result *CUdevResource, nbGroups uint32, input *CUdevResource, remainder *CUdevResource, flags uint32, groupParams *CU_DEV_SM_RESOURCE_GROUP_PARAMS) error {
+	return check(C.cuabi_cuDevSmResourceSplit((*C.CUdevResource)(unsafe.Pointer(result)), C.uint(nbGroups), (*C.CUdevResource)(unsafe.Pointer(input)), (*C.CUdevResource)(unsafe.Pointer(remainder)), C.uint(flags), (*C.CU_DEV_SM_RESOURCE_GROUP_PARAMS)(unsafe.Pointer(groupParams))))
+}
+
 // CuDevSmResourceSplitByCount calls cuabi_cuDevSmResourceSplitByCount.
 func CuDevSmResourceSplitByCount(result *CUdevResource, nbGroups *uint32, input *CUdevResource, remaining *CUdevResource, useFlags uint32, minCount uint32) error {
 	return check(C.cuabi_cuDevSmResourceSplitByCount((*C.CUdevResource)(unsafe.Pointer(result)), (*C.uint)(unsafe.Pointer(nbGroups)), (*C.CUdevResource)(unsafe.Pointer(input)), (*C.CUdevResource)(unsafe.Pointer(remaining)), C.uint(useFlags), C.uint(minCount)))
@@ -1685,6 +1869,16 @@ func CuDeviceGetByPCIBusId(dev *CUdevice, pciBusId string) error {
 	return check(C.cuabi_cuDeviceGetByPCIBusId((*C.CUdevice)(unsafe.Pointer(dev)), c_pciBusId))
 }
 
+// CuDeviceGetCliqueCount calls cuabi_cuDeviceGetCliqueCount.
+func CuDeviceGetCliqueCount(count *uint64, dev CUdevice) error {
+	return check(C.cuabi_cuDeviceGetCliqueCount((*C.size_t)(unsafe.Pointer(count)), C.CUdevice(dev)))
+}
+
+// CuDeviceGetCliqueInfo calls cuabi_cuDeviceGetCliqueInfo.
+func CuDeviceGetCliqueInfo(cliqueInfo *CUcliqueInfo, count *uint64, dev CUdevice) error {
+	return check(C.cuabi_cuDeviceGetCliqueInfo((*C.CUcliqueInfo)(unsafe.Pointer(cliqueInfo)), (*C.size_t)(unsafe.Pointer(count)), C.CUdevice(dev)))
+}
+
 // CuDeviceGetCount calls cuabi_cuDeviceGetCount.
 func CuDeviceGetCount(count *int32) error {
 	return check(C.cuabi_cuDeviceGetCount((*C.int)(unsafe.Pointer(count))))
@@ -1703,6 +1897,11 @@ func CuDeviceGetDevResource(device CUdevice, resource *CUdevResource, type_ CUde
 // CuDeviceGetExecAffinitySupport calls cuabi_cuDeviceGetExecAffinitySupport.
 func CuDeviceGetExecAffinitySupport(pi *int32, type_ CUexecAffinityType, dev CUdevice) error {
 	return check(C.cuabi_cuDeviceGetExecAffinitySupport((*C.int)(unsafe.Pointer(pi)), C.CUexecAffinityType(type_), C.CUdevice(dev)))
+}
+
+// CuDeviceGetFabricClusterUuid calls cuabi_cuDeviceGetFabricClusterUuid.
+func CuDeviceGetFabricClusterUuid(uuid *CUuuid, dev CUdevice) error {
+	return check(C.cuabi_cuDeviceGetFabricClusterUuid((*C.CUuuid)(unsafe.Pointer(uuid)), C.CUdevice(dev)))
 }
 
 // CuDeviceGetGraphMemAttribute calls cuabi_cuDeviceGetGraphMemAttribute.
@@ -1870,6 +2069,11 @@ func CuExternalMemoryGetMappedMipmappedArray(mipmap *CUmipmappedArray, extMem CU
 	return check(C.cuabi_cuExternalMemoryGetMappedMipmappedArray((*C.CUmipmappedArray)(unsafe.Pointer(mipmap)), extMem, (*C.CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC)(unsafe.Pointer(mipmapDesc))))
 }
 
+// CuFabricCpyBatchAsync calls cuabi_cuFabricCpyBatchAsync.
+func CuFabricCpyBatchAsync(numOps uint64, opList *CUDA_FABRIC_COPY_BATCH_OP, flags uint64, hStream CUstream) error {
+	return check(C.cuabi_cuFabricCpyBatchAsync(C.size_t(numOps), (*C.CUDA_FABRIC_COPY_BATCH_OP)(unsafe.Pointer(opList)), C.ulonglong(flags), hStream))
+}
+
 // CuFlushGPUDirectRDMAWrites calls cuabi_cuFlushGPUDirectRDMAWrites.
 func CuFlushGPUDirectRDMAWrites(target CUflushGPUDirectRDMAWritesTarget, scope CUflushGPUDirectRDMAWritesScope) error {
 	return check(C.cuabi_cuFlushGPUDirectRDMAWrites(C.CUflushGPUDirectRDMAWritesTarget(target), C.CUflushGPUDirectRDMAWritesScope(scope)))
@@ -1888,6 +2092,11 @@ func CuFuncGetModule(hmod *CUmodule, hfunc CUfunction) error {
 // CuFuncGetName calls cuabi_cuFuncGetName.
 func CuFuncGetName(name unsafe.Pointer, hfunc CUfunction) error {
 	return check(C.cuabi_cuFuncGetName((**C.char)(name), hfunc))
+}
+
+// CuFuncGetParamCount calls cuabi_cuFuncGetParamCount.
+func CuFuncGetParamCount(func_ CUfunction, paramCount *uint64) error {
+	return check(C.cuabi_cuFuncGetParamCount(func_, (*C.size_t)(unsafe.Pointer(paramCount))))
 }
 
 // CuFuncGetParamInfo calls cuabi_cuFuncGetParamInfo.
@@ -2027,6 +2236,11 @@ func CuGraphAddNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *CUgr
 	return check(C.cuabi_cuGraphAddNode((*C.CUgraphNode)(unsafe.Pointer(phGraphNode)), hGraph, (*C.CUgraphNode)(unsafe.Pointer(dependencies)), (*C.CUgraphEdgeData)(unsafe.Pointer(dependencyData)), C.size_t(numDependencies), (*C.CUgraphNodeParams)(unsafe.Pointer(nodeParams))))
 }
 
+// CuGraphAddNode_v3 calls cuabi_cuGraphAddNode_v3.
+func CuGraphAddNode_v3(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *CUgraphNode, dependencyData *CUgraphEdgeData, numDependencies uint64, nodeParams *CUgraphNodeParams) error {
+	return check(C.cuabi_cuGraphAddNode_v3((*C.CUgraphNode)(unsafe.Pointer(phGraphNode)), hGraph, (*C.CUgraphNode)(unsafe.Pointer(dependencies)), (*C.CUgraphEdgeData)(unsafe.Pointer(dependencyData)), C.size_t(numDependencies), (*C.CUgraphNodeParams)(unsafe.Pointer(nodeParams))))
+}
+
 // CuGraphBatchMemOpNodeGetParams calls cuabi_cuGraphBatchMemOpNodeGetParams.
 func CuGraphBatchMemOpNodeGetParams(hNode CUgraphNode, nodeParams_out *CUDA_BATCH_MEM_OP_NODE_PARAMS) error {
 	return check(C.cuabi_cuGraphBatchMemOpNodeGetParams(hNode, (*C.CUDA_BATCH_MEM_OP_NODE_PARAMS)(unsafe.Pointer(nodeParams_out))))
@@ -2134,6 +2348,11 @@ func CuGraphExecGetFlags(hGraphExec CUgraphExec, flags *cuuint64_t) error {
 	return check(C.cuabi_cuGraphExecGetFlags(hGraphExec, (*C.cuuint64_t)(unsafe.Pointer(flags))))
 }
 
+// CuGraphExecGetId calls cuabi_cuGraphExecGetId.
+func CuGraphExecGetId(hGraphExec CUgraphExec, graphId *uint32) error {
+	return check(C.cuabi_cuGraphExecGetId(hGraphExec, (*C.uint)(unsafe.Pointer(graphId))))
+}
+
 // CuGraphExecHostNodeSetParams calls cuabi_cuGraphExecHostNodeSetParams.
 func CuGraphExecHostNodeSetParams(hGraphExec CUgraphExec, hNode CUgraphNode, nodeParams *CUDA_HOST_NODE_PARAMS) error {
 	return check(C.cuabi_cuGraphExecHostNodeSetParams(hGraphExec, hNode, (*C.CUDA_HOST_NODE_PARAMS)(unsafe.Pointer(nodeParams))))
@@ -2187,6 +2406,11 @@ func CuGraphExternalSemaphoresWaitNodeSetParams(hNode CUgraphNode, nodeParams *C
 // CuGraphGetEdges calls cuabi_cuGraphGetEdges.
 func CuGraphGetEdges(hGraph CUgraph, from *CUgraphNode, to *CUgraphNode, edgeData *CUgraphEdgeData, numEdges *uint64) error {
 	return check(C.cuabi_cuGraphGetEdges(hGraph, (*C.CUgraphNode)(unsafe.Pointer(from)), (*C.CUgraphNode)(unsafe.Pointer(to)), (*C.CUgraphEdgeData)(unsafe.Pointer(edgeData)), (*C.size_t)(unsafe.Pointer(numEdges))))
+}
+
+// CuGraphGetId calls cuabi_cuGraphGetId.
+func CuGraphGetId(hGraph CUgraph, graphId *uint32) error {
+	return check(C.cuabi_cuGraphGetId(hGraph, (*C.uint)(unsafe.Pointer(graphId))))
 }
 
 // CuGraphGetNodes calls cuabi_cuGraphGetNodes.
@@ -2284,6 +2508,11 @@ func CuGraphNodeFindInClone(phNode *CUgraphNode, hOriginalNode CUgraphNode, hClo
 	return check(C.cuabi_cuGraphNodeFindInClone((*C.CUgraphNode)(unsafe.Pointer(phNode)), hOriginalNode, hClonedGraph))
 }
 
+// CuGraphNodeGetContainingGraph calls cuabi_cuGraphNodeGetContainingGraph.
+func CuGraphNodeGetContainingGraph(hNode CUgraphNode, phGraph *CUgraph) error {
+	return check(C.cuabi_cuGraphNodeGetContainingGraph(hNode, (*C.CUgraph)(unsafe.Pointer(phGraph))))
+}
+
 // CuGraphNodeGetDependencies calls cuabi_cuGraphNodeGetDependencies.
 func CuGraphNodeGetDependencies(hNode CUgraphNode, dependencies *CUgraphNode, edgeData *CUgraphEdgeData, numDependencies *uint64) error {
 	return check(C.cuabi_cuGraphNodeGetDependencies(hNode, (*C.CUgraphNode)(unsafe.Pointer(dependencies)), (*C.CUgraphEdgeData)(unsafe.Pointer(edgeData)), (*C.size_t)(unsafe.Pointer(numDependencies))))
@@ -2299,6 +2528,21 @@ func CuGraphNodeGetEnabled(hGraphExec CUgraphExec, hNode CUgraphNode, isEnabled 
 	return check(C.cuabi_cuGraphNodeGetEnabled(hGraphExec, hNode, (*C.uint)(unsafe.Pointer(isEnabled))))
 }
 
+// CuGraphNodeGetLocalId calls cuabi_cuGraphNodeGetLocalId.
+func CuGraphNodeGetLocalId(hNode CUgraphNode, nodeId *uint32) error {
+	return check(C.cuabi_cuGraphNodeGetLocalId(hNode, (*C.uint)(unsafe.Pointer(nodeId))))
+}
+
+// CuGraphNodeGetParams calls cuabi_cuGraphNodeGetParams.
+func CuGraphNodeGetParams(hNode CUgraphNode, nodeParams *CUgraphNodeParams) error {
+	return check(C.cuabi_cuGraphNodeGetParams(hNode, (*C.CUgraphNodeParams)(unsafe.Pointer(nodeParams))))
+}
+
+// CuGraphNodeGetToolsId calls cuabi_cuGraphNodeGetToolsId.
+func CuGraphNodeGetToolsId(hNode CUgraphNode, toolsNodeId *uint64) error {
+	return check(C.cuabi_cuGraphNodeGetToolsId(hNode, (*C.ulonglong)(unsafe.Pointer(toolsNodeId))))
+}
+
 // CuGraphNodeGetType calls cuabi_cuGraphNodeGetType.
 func CuGraphNodeGetType(hNode CUgraphNode, type_ *CUgraphNodeType) error {
 	return check(C.cuabi_cuGraphNodeGetType(hNode, (*C.CUgraphNodeType)(unsafe.Pointer(type_))))
@@ -2312,6 +2556,11 @@ func CuGraphNodeSetEnabled(hGraphExec CUgraphExec, hNode CUgraphNode, isEnabled 
 // CuGraphNodeSetParams calls cuabi_cuGraphNodeSetParams.
 func CuGraphNodeSetParams(hNode CUgraphNode, nodeParams *CUgraphNodeParams) error {
 	return check(C.cuabi_cuGraphNodeSetParams(hNode, (*C.CUgraphNodeParams)(unsafe.Pointer(nodeParams))))
+}
+
+// CuGraphNodeSetParams_v2 calls cuabi_cuGraphNodeSetParams_v2.
+func CuGraphNodeSetParams_v2(hNode CUgraphNode, nodeParams *CUgraphNodeParams) error {
+	return check(C.cuabi_cuGraphNodeSetParams_v2(hNode, (*C.CUgraphNodeParams)(unsafe.Pointer(nodeParams))))
 }
 
 // CuGraphReleaseUserObject calls cuabi_cuGraphReleaseUserObject.
@@ -2464,6 +2713,11 @@ func CuKernelGetName(name unsafe.Pointer, hfunc CUkernel) error {
 	return check(C.cuabi_cuKernelGetName((**C.char)(name), hfunc))
 }
 
+// CuKernelGetParamCount calls cuabi_cuKernelGetParamCount.
+func CuKernelGetParamCount(kernel CUkernel, paramCount *uint64) error {
+	return check(C.cuabi_cuKernelGetParamCount(kernel, (*C.size_t)(unsafe.Pointer(paramCount))))
+}
+
 // CuKernelGetParamInfo calls cuabi_cuKernelGetParamInfo.
 func CuKernelGetParamInfo(kernel CUkernel, paramIndex uint64, paramOffset *uint64, paramSize *uint64) error {
 	return check(C.cuabi_cuKernelGetParamInfo(kernel, C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))))
@@ -2507,6 +2761,11 @@ func CuLaunchGridAsync(f CUfunction, grid_width int32, grid_height int32, hStrea
 // CuLaunchHostFunc calls cuabi_cuLaunchHostFunc.
 func CuLaunchHostFunc(hStream CUstream, fn CUhostFn, userData unsafe.Pointer) error {
 	return check(C.cuabi_cuLaunchHostFunc(hStream, fn, (unsafe.Pointer)(userData)))
+}
+
+// CuLaunchHostFunc_v2 calls cuabi_cuLaunchHostFunc_v2.
+func CuLaunchHostFunc_v2(hStream CUstream, fn CUhostFn, userData unsafe.Pointer, syncMode uint32) error {
+	return check(C.cuabi_cuLaunchHostFunc_v2(hStream, fn, (unsafe.Pointer)(userData), C.uint(syncMode)))
 }
 
 // CuLaunchKernel calls cuabi_cuLaunchKernel.
@@ -2606,6 +2865,66 @@ func CuLinkCreate(numOptions uint32, options *CUjit_option, optionValues unsafe.
 // CuLinkDestroy calls cuabi_cuLinkDestroy.
 func CuLinkDestroy(state CUlinkState) error {
 	return check(C.cuabi_cuLinkDestroy(state))
+}
+
+// CuLogicalEndpointAddDevice calls cuabi_cuLogicalEndpointAddDevice.
+func CuLogicalEndpointAddDevice(leId CUlogicalEndpointId, dev CUdevice) error {
+	return check(C.cuabi_cuLogicalEndpointAddDevice(C.CUlogicalEndpointId(leId), C.CUdevice(dev)))
+}
+
+// CuLogicalEndpointBindAddr calls cuabi_cuLogicalEndpointBindAddr.
+func CuLogicalEndpointBindAddr(leId CUlogicalEndpointId, dev CUdevice, offset cuuint64_t, ptr unsafe.Pointer, size cuuint64_t, flags uint64) error {
+	return check(C.cuabi_cuLogicalEndpointBindAddr(C.CUlogicalEndpointId(leId), C.CUdevice(dev), C.cuuint64_t(offset), (unsafe.Pointer)(ptr), C.cuuint64_t(size), C.ulonglong(flags)))
+}
+
+// CuLogicalEndpointBindMem calls cuabi_cuLogicalEndpointBindMem.
+func CuLogicalEndpointBindMem(leId CUlogicalEndpointId, dev CUdevice, offset cuuint64_t, memHandle CUmemGenericAllocationHandle, memOffset cuuint64_t, size cuuint64_t, flags uint64) error {
+	return check(C.cuabi_cuLogicalEndpointBindMem(C.CUlogicalEndpointId(leId), C.CUdevice(dev), C.cuuint64_t(offset), C.CUmemGenericAllocationHandle(memHandle), C.cuuint64_t(memOffset), C.cuuint64_t(size), C.ulonglong(flags)))
+}
+
+// CuLogicalEndpointCreate calls cuabi_cuLogicalEndpointCreate.
+func CuLogicalEndpointCreate(leId CUlogicalEndpointId, prop *CUlogicalEndpointProp) error {
+	return check(C.cuabi_cuLogicalEndpointCreate(C.CUlogicalEndpointId(leId), (*C.CUlogicalEndpointProp)(unsafe.Pointer(prop))))
+}
+
+// CuLogicalEndpointDestroy calls cuabi_cuLogicalEndpointDestroy.
+func CuLogicalEndpointDestroy(leId CUlogicalEndpointId) error {
+	return check(C.cuabi_cuLogicalEndpointDestroy(C.CUlogicalEndpointId(leId)))
+}
+
+// CuLogicalEndpointExport calls cuabi_cuLogicalEndpointExport.
+func CuLogicalEndpointExport(handle unsafe.Pointer, leId CUlogicalEndpointId, handleType CUlogicalEndpointIpcHandleType) error {
+	return check(C.cuabi_cuLogicalEndpointExport((unsafe.Pointer)(handle), C.CUlogicalEndpointId(leId), C.CUlogicalEndpointIpcHandleType(handleType)))
+}
+
+// CuLogicalEndpointGetLimits calls cuabi_cuLogicalEndpointGetLimits.
+func CuLogicalEndpointGetLimits(bindAlignment *cuuint64_t, maxSize *cuuint64_t, prop *CUlogicalEndpointProp) error {
+	return check(C.cuabi_cuLogicalEndpointGetLimits((*C.cuuint64_t)(unsafe.Pointer(bindAlignment)), (*C.cuuint64_t)(unsafe.Pointer(maxSize)), (*C.CUlogicalEndpointProp)(unsafe.Pointer(prop))))
+}
+
+// CuLogicalEndpointIdRelease calls cuabi_cuLogicalEndpointIdRelease.
+func CuLogicalEndpointIdRelease(baseLeId CUlogicalEndpointId, count cuuint32_t) error {
+	return check(C.cuabi_cuLogicalEndpointIdRelease(C.CUlogicalEndpointId(baseLeId), C.cuuint32_t(count)))
+}
+
+// CuLogicalEndpointIdReserve calls cuabi_cuLogicalEndpointIdReserve.
+func CuLogicalEndpointIdReserve(baseLeId *CUlogicalEndpointId, count cuuint32_t) error {
+	return check(C.cuabi_cuLogicalEndpointIdReserve((*C.CUlogicalEndpointId)(unsafe.Pointer(baseLeId)), C.cuuint32_t(count)))
+}
+
+// CuLogicalEndpointImport calls cuabi_cuLogicalEndpointImport.
+func CuLogicalEndpointImport(leId CUlogicalEndpointId, handle unsafe.Pointer, handleType CUlogicalEndpointIpcHandleType) error {
+	return check(C.cuabi_cuLogicalEndpointImport(C.CUlogicalEndpointId(leId), (unsafe.Pointer)(handle), C.CUlogicalEndpointIpcHandleType(handleType)))
+}
+
+// CuLogicalEndpointQuery calls cuabi_cuLogicalEndpointQuery.
+func CuLogicalEndpointQuery(leId CUlogicalEndpointId, count cuuint32_t, queryStatus *int32) error {
+	return check(C.cuabi_cuLogicalEndpointQuery(C.CUlogicalEndpointId(leId), C.cuuint32_t(count), (*C.int)(unsafe.Pointer(queryStatus))))
+}
+
+// CuLogicalEndpointUnbind calls cuabi_cuLogicalEndpointUnbind.
+func CuLogicalEndpointUnbind(leId CUlogicalEndpointId, dev CUdevice, offset cuuint64_t, size cuuint64_t) error {
+	return check(C.cuabi_cuLogicalEndpointUnbind(C.CUlogicalEndpointId(leId), C.CUdevice(dev), C.cuuint64_t(offset), C.cuuint64_t(size)))
 }
 
 // CuLogsCurrent calls cuabi_cuLogsCurrent.
@@ -2753,6 +3072,11 @@ func CuMemGetHandleForAddressRange(handle unsafe.Pointer, dptr CUdeviceptr, size
 // CuMemGetInfo calls cuabi_cuMemGetInfo.
 func CuMemGetInfo(free *uint64, total *uint64) error {
 	return check(C.cuabi_cuMemGetInfo((*C.size_t)(unsafe.Pointer(free)), (*C.size_t)(unsafe.Pointer(total))))
+}
+
+// CuMemGetLocationInfo calls cuabi_cuMemGetLocationInfo.
+func CuMemGetLocationInfo(ptr CUdeviceptr, size uint64, summaryGranularity uint64, samplingGranularity uint64, location_out *CUmemLocation) error {
+	return check(C.cuabi_cuMemGetLocationInfo(C.CUdeviceptr(ptr), C.size_t(size), C.size_t(summaryGranularity), C.size_t(samplingGranularity), (*C.CUmemLocation)(unsafe.Pointer(location_out))))
 }
 
 // CuMemGetMemPool calls cuabi_cuMemGetMemPool.
@@ -2945,6 +3269,11 @@ func CuMemcpy3DPeerAsync(pCopy *CUDA_MEMCPY3D_PEER, hStream CUstream) error {
 	return check(C.cuabi_cuMemcpy3DPeerAsync((*C.CUDA_MEMCPY3D_PEER)(unsafe.Pointer(pCopy)), hStream))
 }
 
+// CuMemcpy3DWithAttributesAsync calls cuabi_cuMemcpy3DWithAttributesAsync.
+func CuMemcpy3DWithAttributesAsync(op *CUDA_MEMCPY3D_BATCH_OP, flags uint64, hStream CUstream) error {
+	return check(C.cuabi_cuMemcpy3DWithAttributesAsync((*C.CUDA_MEMCPY3D_BATCH_OP)(unsafe.Pointer(op)), C.ulonglong(flags), hStream))
+}
+
 // CuMemcpyAsync calls cuabi_cuMemcpyAsync.
 func CuMemcpyAsync(dst CUdeviceptr, src CUdeviceptr, ByteCount uint64, hStream CUstream) error {
 	return check(C.cuabi_cuMemcpyAsync(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(ByteCount), hStream))
@@ -3028,6 +3357,11 @@ func CuMemcpyPeer(dstDevice CUdeviceptr, dstContext CUcontext, srcDevice CUdevic
 // CuMemcpyPeerAsync calls cuabi_cuMemcpyPeerAsync.
 func CuMemcpyPeerAsync(dstDevice CUdeviceptr, dstContext CUcontext, srcDevice CUdeviceptr, srcContext CUcontext, ByteCount uint64, hStream CUstream) error {
 	return check(C.cuabi_cuMemcpyPeerAsync(C.CUdeviceptr(dstDevice), dstContext, C.CUdeviceptr(srcDevice), srcContext, C.size_t(ByteCount), hStream))
+}
+
+// CuMemcpyWithAttributesAsync calls cuabi_cuMemcpyWithAttributesAsync.
+func CuMemcpyWithAttributesAsync(dst CUdeviceptr, src CUdeviceptr, size uint64, attr *CUmemcpyAttributes, hStream CUstream) error {
+	return check(C.cuabi_cuMemcpyWithAttributesAsync(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(size), (*C.CUmemcpyAttributes)(unsafe.Pointer(attr)), hStream))
 }
 
 // CuMemsetD16 calls cuabi_cuMemsetD16.
@@ -3195,9 +3529,19 @@ func CuMulticastBindAddr(mcHandle CUmemGenericAllocationHandle, mcOffset uint64,
 	return check(C.cuabi_cuMulticastBindAddr(C.CUmemGenericAllocationHandle(mcHandle), C.size_t(mcOffset), C.CUdeviceptr(memptr), C.size_t(size), C.ulonglong(flags)))
 }
 
+// CuMulticastBindAddr_v2 calls cuabi_cuMulticastBindAddr_v2.
+func CuMulticastBindAddr_v2(mcHandle CUmemGenericAllocationHandle, dev CUdevice, mcOffset uint64, memptr CUdeviceptr, size uint64, flags uint64) error {
+	return check(C.cuabi_cuMulticastBindAddr_v2(C.CUmemGenericAllocationHandle(mcHandle), C.CUdevice(dev), C.size_t(mcOffset), C.CUdeviceptr(memptr), C.size_t(size), C.ulonglong(flags)))
+}
+
 // CuMulticastBindMem calls cuabi_cuMulticastBindMem.
 func CuMulticastBindMem(mcHandle CUmemGenericAllocationHandle, mcOffset uint64, memHandle CUmemGenericAllocationHandle, memOffset uint64, size uint64, flags uint64) error {
 	return check(C.cuabi_cuMulticastBindMem(C.CUmemGenericAllocationHandle(mcHandle), C.size_t(mcOffset), C.CUmemGenericAllocationHandle(memHandle), C.size_t(memOffset), C.size_t(size), C.ulonglong(flags)))
+}
+
+// CuMulticastBindMem_v2 calls cuabi_cuMulticastBindMem_v2.
+func CuMulticastBindMem_v2(mcHandle CUmemGenericAllocationHandle, dev CUdevice, mcOffset uint64, memHandle CUmemGenericAllocationHandle, memOffset uint64, size uint64, flags uint64) error {
+	return check(C.cuabi_cuMulticastBindMem_v2(C.CUmemGenericAllocationHandle(mcHandle), C.CUdevice(dev), C.size_t(mcOffset), C.CUmemGenericAllocationHandle(memHandle), C.size_t(memOffset), C.size_t(size), C.ulonglong(flags)))
 }
 
 // CuMulticastCreate calls cuabi_cuMulticastCreate.
@@ -3334,9 +3678,19 @@ func CuStreamBeginCapture(hStream CUstream, mode CUstreamCaptureMode) error {
 	return check(C.cuabi_cuStreamBeginCapture(hStream, C.CUstreamCaptureMode(mode)))
 }
 
+// CuStreamBeginCaptureToCig calls cuabi_cuStreamBeginCaptureToCig.
+func CuStreamBeginCaptureToCig(hStream CUstream, streamCigCaptureParams *CUstreamCigCaptureParams) error {
+	return check(C.cuabi_cuStreamBeginCaptureToCig(hStream, (*C.CUstreamCigCaptureParams)(unsafe.Pointer(streamCigCaptureParams))))
+}
+
 // CuStreamBeginCaptureToGraph calls cuabi_cuStreamBeginCaptureToGraph.
 func CuStreamBeginCaptureToGraph(hStream CUstream, hGraph CUgraph, dependencies *CUgraphNode, dependencyData *CUgraphEdgeData, numDependencies uint64, mode CUstreamCaptureMode) error {
 	return check(C.cuabi_cuStreamBeginCaptureToGraph(hStream, hGraph, (*C.CUgraphNode)(unsafe.Pointer(dependencies)), (*C.CUgraphEdgeData)(unsafe.Pointer(dependencyData)), C.size_t(numDependencies), C.CUstreamCaptureMode(mode)))
+}
+
+// CuStreamBeginRecaptureToGraph calls cuabi_cuStreamBeginRecaptureToGraph.
+func CuStreamBeginRecaptureToGraph(hStream CUstream, mode CUstreamCaptureMode, hGraph CUgraph, callbackFunc CUgraphRecaptureCallback, userData unsafe.Pointer) error {
+	return check(C.cuabi_cuStreamBeginRecaptureToGraph(hStream, C.CUstreamCaptureMode(mode), hGraph, callbackFunc, (unsafe.Pointer)(userData)))
 }
 
 // CuStreamCopyAttributes calls cuabi_cuStreamCopyAttributes.
@@ -3364,6 +3718,11 @@ func CuStreamEndCapture(hStream CUstream, phGraph *CUgraph) error {
 	return check(C.cuabi_cuStreamEndCapture(hStream, (*C.CUgraph)(unsafe.Pointer(phGraph))))
 }
 
+// CuStreamEndCaptureToCig calls cuabi_cuStreamEndCaptureToCig.
+func CuStreamEndCaptureToCig(hStream CUstream) error {
+	return check(C.cuabi_cuStreamEndCaptureToCig(hStream))
+}
+
 // CuStreamGetAttribute calls cuabi_cuStreamGetAttribute.
 func CuStreamGetAttribute(hStream CUstream, attr CUstreamAttrID, value_out *CUstreamAttrValue) error {
 	return check(C.cuabi_cuStreamGetAttribute(hStream, C.CUstreamAttrID(attr), (*C.CUstreamAttrValue)(unsafe.Pointer(value_out))))
@@ -3382,6 +3741,11 @@ func CuStreamGetCtx(hStream CUstream, pctx *CUcontext) error {
 // CuStreamGetCtx_v2 calls cuabi_cuStreamGetCtx_v2.
 func CuStreamGetCtx_v2(hStream CUstream, pCtx *CUcontext, pGreenCtx *CUgreenCtx) error {
 	return check(C.cuabi_cuStreamGetCtx_v2(hStream, (*C.CUcontext)(unsafe.Pointer(pCtx)), (*C.CUgreenCtx)(unsafe.Pointer(pGreenCtx))))
+}
+
+// CuStreamGetDevResource calls cuabi_cuStreamGetDevResource.
+func CuStreamGetDevResource(hStream CUstream, resource *CUdevResource, type_ CUdevResourceType) error {
+	return check(C.cuabi_cuStreamGetDevResource(hStream, (*C.CUdevResource)(unsafe.Pointer(resource)), C.CUdevResourceType(type_)))
 }
 
 // CuStreamGetDevice calls cuabi_cuStreamGetDevice.
@@ -3502,6 +3866,11 @@ func CuTensorMapEncodeTiled(tensorMap *CUtensorMap, tensorDataType CUtensorMapDa
 // CuTensorMapReplaceAddress calls cuabi_cuTensorMapReplaceAddress.
 func CuTensorMapReplaceAddress(tensorMap *CUtensorMap, globalAddress unsafe.Pointer) error {
 	return check(C.cuabi_cuTensorMapReplaceAddress((*C.CUtensorMap)(unsafe.Pointer(tensorMap)), (unsafe.Pointer)(globalAddress)))
+}
+
+// CuTensorMapSetAllocationClass calls cuabi_cuTensorMapSetAllocationClass.
+func CuTensorMapSetAllocationClass(tensorMap *CUtensorMap, allocClass CUtensorMapAllocClass, outAllocClass *CUtensorMapAllocClass) error {
+	return check(C.cuabi_cuTensorMapSetAllocationClass((*C.CUtensorMap)(unsafe.Pointer(tensorMap)), C.CUtensorMapAllocClass(allocClass), (*C.CUtensorMapAllocClass)(unsafe.Pointer(outAllocClass))))
 }
 
 // CuTexObjectCreate calls cuabi_cuTexObjectCreate.

@@ -28,18 +28,18 @@ def wheel(tmp_path_factory):
 def test_wheel_tag_contents_and_size(wheel):
     """The wheel is py3-none-linux, under 1 MB, and holds the package, library and metadata."""
     name = os.path.basename(wheel)
-    assert name.startswith("cuabi-1.0.0-py3-none-linux_") and name.endswith(".whl")
+    assert name.startswith("cuabi-1.1.0-py3-none-linux_") and name.endswith(".whl")
     assert os.path.getsize(wheel) < 1_000_000
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         for required in ("cuabi/__init__.py", "cuabi/driver.py", "cuabi/py.typed",
                          "cuabi/libcuabi.so.1", "cuabi/_cuabi_cffi.py",
-                         "cuabi-1.0.0.dist-info/METADATA", "cuabi-1.0.0.dist-info/WHEEL",
-                         "cuabi-1.0.0.dist-info/RECORD"):
+                         "cuabi-1.1.0.dist-info/METADATA", "cuabi-1.1.0.dist-info/WHEEL",
+                         "cuabi-1.1.0.dist-info/RECORD"):
             assert required in names, required
-        wheel_meta = z.read("cuabi-1.0.0.dist-info/WHEEL").decode()
+        wheel_meta = z.read("cuabi-1.1.0.dist-info/WHEEL").decode()
         assert "Root-Is-Purelib: false" in wheel_meta and "Tag: py3-none-linux_" in wheel_meta
-        record = z.read("cuabi-1.0.0.dist-info/RECORD").decode()
+        record = z.read("cuabi-1.1.0.dist-info/RECORD").decode()
         for n in names:
             assert n in record
         assert not any(n.endswith(".pyc") for n in names)
@@ -78,9 +78,9 @@ def test_sdist(tmp_path):
 
     with tarfile.open(tmp_path / p.stdout.strip().splitlines()[-1]) as tf:
         names = tf.getnames()
-    assert "cuabi-1.0.0/pyproject.toml" in names
-    assert "cuabi-1.0.0/python/build_backend.py" in names
-    assert any(n.startswith("cuabi-1.0.0/lib/") for n in names)
+    assert "cuabi-1.1.0/pyproject.toml" in names
+    assert "cuabi-1.1.0/python/build_backend.py" in names
+    assert any(n.startswith("cuabi-1.1.0/lib/") for n in names)
     assert not any("__pycache__" in n or n.endswith("libcuabi.so.1") for n in names)
 
 
@@ -92,7 +92,7 @@ def test_build_requirements_and_metadata():
     reqs = build_backend.get_requires_for_build_wheel()
     assert reqs[0].startswith("cffi")
     meta = build_backend._metadata()
-    assert "Name: cuabi" in meta and "Version: 1.0.0" in meta
+    assert "Name: cuabi" in meta and "Version: 1.1.0" in meta
     with pytest.raises(RuntimeError):
         os.environ["CUABI_PREBUILT_LIBRARY"] = "relative/lib.so"
         try:

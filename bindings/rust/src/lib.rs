@@ -10,7 +10,7 @@
 pub use std::os::raw::{c_char, c_void};
 
 /// The CUDA version of the headers these declarations come from.
-pub const CUDA_HEADERS_VERSION: i32 = 13000;
+pub const CUDA_HEADERS_VERSION: i32 = 13050;
 
 // ---- opaque types behind the handles
 
@@ -107,6 +107,14 @@ pub struct CUlinkState_st {
     _private: [u8; 0],
 }
 #[repr(C)]
+pub struct CUIcheckpointOperation_st {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct CUcoredumpCallbackEntry_st {
+    _private: [u8; 0],
+}
+#[repr(C)]
 pub struct CUdevResourceDesc_st {
     _private: [u8; 0],
 }
@@ -179,14 +187,19 @@ pub type CUctx_flags = u32;
 pub type CUevent_sched_flags = u32;
 pub type cl_event_flags = u32;
 pub type cl_context_flags = u32;
+pub type CUhostTaskSyncMode = u32;
 pub type CUstream_flags = u32;
 pub type CUevent_flags = u32;
 pub type CUevent_record_flags = u32;
 pub type CUevent_wait_flags = u32;
+pub type CUatomicOperation = u32;
+pub type CUatomicOperationCapability = u32;
 pub type CUstreamWaitValue_flags = u32;
 pub type CUstreamWriteValue_flags = u32;
 pub type CUstreamBatchMemOpType = u32;
 pub type CUstreamMemoryBarrier_flags = u32;
+pub type CUstreamAtomicReductionOpType = u32;
+pub type CUstreamAtomicReductionDataType = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union CUstreamBatchMemOpParams_v1 {
@@ -195,6 +208,7 @@ pub union CUstreamBatchMemOpParams_v1 {
     pub writeValue: CUstreamMemOpWriteValueParams_st,
     pub flushRemoteWrites: CUstreamMemOpFlushRemoteWritesParams_st,
     pub memoryBarrier: CUstreamMemOpMemoryBarrierParams_st,
+    pub atomicReduction: CUstreamMemOpAtomicReductionParams_st,
     pub pad: [cuuint64_t; 6],
 }
 pub type CUstreamBatchMemOpParams = CUstreamBatchMemOpParams_v1;
@@ -357,6 +371,8 @@ pub type CUDA_HOST_NODE_PARAMS = CUDA_HOST_NODE_PARAMS_v1;
 pub struct CUDA_HOST_NODE_PARAMS_v2 {
     pub r#fn: CUhostFn,
     pub userData: *mut c_void,
+    pub syncMode: u32,
+    pub anonymous: CUDA_HOST_NODE_PARAMS_v2__anonymous,
 }
 pub type CUgraphConditionalNodeType = u32;
 #[repr(C)]
@@ -396,6 +412,8 @@ pub struct CUlaunchMemSyncDomainMap {
     pub default_: u8,
     pub remote: u8,
 }
+pub type CUlaunchAttributePortableClusterMode = u32;
+pub type CUsharedMemoryMode = u32;
 pub type CUlaunchAttributeID = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -416,6 +434,8 @@ pub union CUlaunchAttributeValue {
     pub deviceUpdatableKernelNode: CUlaunchAttributeValue__deviceUpdatableKernelNode,
     pub sharedMemCarveout: u32,
     pub nvlinkUtilCentricScheduling: u32,
+    pub portableClusterSizeMode: CUlaunchAttributePortableClusterMode,
+    pub sharedMemoryMode: CUsharedMemoryMode,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -476,6 +496,18 @@ pub struct CUctxCreateParams {
     pub numExecAffinityParams: i32,
     pub cigParams: *mut CUctxCigParam,
 }
+pub type CUstreamCigDataType = u32;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUstreamCigParam {
+    pub streamSharedDataType: CUstreamCigDataType,
+    pub streamSharedData: *mut c_void,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUstreamCigCaptureParams {
+    pub streamCigParams: *mut CUstreamCigParam,
+}
 pub type CUlibraryOption = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -487,8 +519,6 @@ pub struct CUlibraryHostUniversalFunctionAndDataTable {
 }
 pub type CUresult = u32;
 pub type CUdevice_P2PAttribute = u32;
-pub type CUatomicOperation = u32;
-pub type CUatomicOperationCapability = u32;
 pub type CUstreamCallback = Option<unsafe extern "C" fn(hStream: CUstream, status: CUresult, userData: *mut c_void)>;
 pub type CUoccupancyB2DSize = Option<unsafe extern "C" fn(blockSize: i32) -> usize>;
 #[repr(C)]
@@ -667,6 +697,7 @@ pub type CUtensorMapSwizzle = u32;
 pub type CUtensorMapL2promotion = u32;
 pub type CUtensorMapFloatOOBfill = u32;
 pub type CUtensorMapIm2ColWideMode = u32;
+pub type CUtensorMapAllocClass = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_v1 {
@@ -759,6 +790,7 @@ pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2 {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
     pub numExtSems: u32,
+    pub anonymous: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2__anonymous,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -774,6 +806,7 @@ pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2 {
     pub extSemArray: *mut CUexternalSemaphore,
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
     pub numExtSems: u32,
+    pub anonymous: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2__anonymous,
 }
 pub type CUmemGenericAllocationHandle_v1 = u64;
 pub type CUmemGenericAllocationHandle = CUmemGenericAllocationHandle_v1;
@@ -807,7 +840,7 @@ pub type CUarrayMapInfo = CUarrayMapInfo_v1;
 #[derive(Copy, Clone)]
 pub struct CUmemLocation_v1 {
     pub r#type: CUmemLocationType,
-    pub id: i32,
+    pub anonymous: CUmemLocation_v1__anonymous,
 }
 pub type CUmemLocation = CUmemLocation_v1;
 pub type CUmemAllocationCompType = u32;
@@ -857,7 +890,8 @@ pub struct CUmemPoolProps_v1 {
     pub win32SecurityAttributes: *mut c_void,
     pub maxSize: usize,
     pub usage: u16,
-    pub reserved: [u8; 54],
+    pub gpuDirectRDMACapable: u8,
+    pub reserved: [u8; 53],
 }
 pub type CUmemPoolProps = CUmemPoolProps_v1;
 #[repr(C)]
@@ -936,7 +970,7 @@ pub struct CUDA_MEM_FREE_NODE_PARAMS {
     pub dptr: CUdeviceptr,
 }
 pub type CUgraphMem_attribute = u32;
-pub type CUgraphChildGraphNodeOwnership = u32;
+pub type CUgraphChildGraphNodeOwnership = i32;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct CUDA_CHILD_GRAPH_NODE_PARAMS {
@@ -947,12 +981,44 @@ pub struct CUDA_CHILD_GRAPH_NODE_PARAMS {
 #[derive(Copy, Clone)]
 pub struct CUDA_EVENT_RECORD_NODE_PARAMS {
     pub event: CUevent,
+    pub anonymous: CUDA_EVENT_RECORD_NODE_PARAMS__anonymous,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct CUDA_EVENT_WAIT_NODE_PARAMS {
     pub event: CUevent,
 }
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUDA_MEMCPY_BATCH_NODE_PARAMS_V1 {
+    pub count: usize,
+    pub dsts: *mut CUdeviceptr,
+    pub srcs: *mut CUdeviceptr,
+    pub sizes: *mut usize,
+    pub attrs: *mut CUmemcpyAttributes,
+    pub attrsIdxs: *mut usize,
+    pub numAttrs: usize,
+    pub anonymous: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1__anonymous,
+}
+pub type CUDA_MEMCPY_BATCH_NODE_PARAMS = CUDA_MEMCPY_BATCH_NODE_PARAMS_V1;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUDA_FABRIC_COPY_BATCH_OP_v1 {
+    pub src: CUfabricCpyOperand,
+    pub dst: CUfabricCpyOperand,
+    pub size: usize,
+    pub flags: u32,
+}
+pub type CUDA_FABRIC_COPY_BATCH_OP = CUDA_FABRIC_COPY_BATCH_OP_v1;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1 {
+    pub numOps: usize,
+    pub opList: *mut CUDA_FABRIC_COPY_BATCH_OP,
+    pub flags: u64,
+    pub anonymous: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1__anonymous,
+}
+pub type CUDA_FABRIC_CPY_BATCH_NODE_PARAMS = CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct CUgraphNodeParams {
@@ -973,6 +1039,21 @@ pub type CUdeviceNumaConfig = u32;
 pub type CUprocessState = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
+pub struct CUcheckpointCustomStoragePerDeviceData {
+    pub devPtr: CUdeviceptr,
+    pub size: usize,
+    pub stream: CUstream,
+}
+pub type CUcheckpointOperationHandle = *mut CUIcheckpointOperation_st;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUcheckpointCustomStorageInfo {
+    pub handle: CUcheckpointOperationHandle,
+    pub perDeviceData: *mut CUcheckpointCustomStoragePerDeviceData,
+    pub deviceCount: u32,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
 pub struct CUcheckpointLockArgs {
     pub timeoutMs: u32,
     pub reserved0: u32,
@@ -981,7 +1062,8 @@ pub struct CUcheckpointLockArgs {
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct CUcheckpointCheckpointArgs {
-    pub reserved: [cuuint64_t; 8],
+    pub customStorageInfo_out: *mut *mut CUcheckpointCustomStorageInfo,
+    pub reserved: [c_char; 56],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -994,8 +1076,9 @@ pub struct CUcheckpointGpuPair {
 pub struct CUcheckpointRestoreArgs {
     pub gpuPairs: *mut CUcheckpointGpuPair,
     pub gpuPairsCount: u32,
-    pub reserved: [c_char; 44],
-    pub reserved1: cuuint64_t,
+    pub padding0: u32,
+    pub customStorageInfo_out: *mut *mut CUcheckpointCustomStorageInfo,
+    pub reserved: [c_char; 40],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1015,12 +1098,49 @@ pub struct CUmemDecompressParams {
     pub algo: CUmemDecompressAlgorithm,
     pub padding: [u8; 20],
 }
+pub type CUcliqueType = u32;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUcliqueInfo {
+    pub r#type: CUcliqueType,
+    pub id: u32,
+}
+pub type CUlogicalEndpointId = cuuint32_t;
+pub type CUlogicalEndpointIpcHandleType = u32;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUlogicalEndpointFabricHandle {
+    pub data: [u8; 64],
+}
+pub type CUlogicalEndpointType = u32;
+pub type CUlogicalEndpointFlag = u32;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUlogicalEndpointProp {
+    pub r#type: CUlogicalEndpointType,
+    pub anonymous: CUlogicalEndpointProp__anonymous,
+    pub size: u64,
+    pub ipcHandleTypes: u32,
+    pub flags: u32,
+}
+pub type CUfabricCpyOperandType = u32;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUfabricCpyOperand {
+    pub r#type: CUfabricCpyOperandType,
+    pub op: CUfabricCpyOperand__op,
+}
+pub type CUgraphRecaptureStatus = u32;
+pub type CUgraphRecaptureCallback = Option<unsafe extern "C" fn(data: *mut c_void, node: CUgraphNode, originalParams: *const CUgraphNodeParams, recaptureParams: *const CUgraphNodeParams, status: CUgraphRecaptureStatus) -> CUresult>;
 pub type CUfunctionLoadingState = u32;
 pub type CUcoredumpSettings = u32;
 pub type CUCoredumpGenerationFlags = u32;
+pub type CUcoredumpCallbackHandle = *mut CUcoredumpCallbackEntry_st;
+pub type CUcoredumpStatusCallback = Option<unsafe extern "C" fn(userData: *mut c_void, pid: i32, dev: CUdevice)>;
 pub type CUdevResourceDesc = *mut CUdevResourceDesc_st;
 pub type CUgreenCtxCreate_flags = u32;
-pub type CUdevSmResourceSplit_flags = u32;
+pub type CUdevSmResourceGroup_flags = u32;
+pub type CUdevSmResourceSplitByCount_flags = u32;
 pub type CUdevResourceType = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1028,6 +1148,31 @@ pub struct CUdevSmResource {
     pub smCount: u32,
     pub minSmPartitionSize: u32,
     pub smCoscheduledAlignment: u32,
+    pub flags: u32,
+    pub localityDomainId: u32,
+}
+pub type CUdevWorkqueueConfigScope = u32;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUdevWorkqueueConfigResource {
+    pub device: CUdevice,
+    pub wqConcurrencyLimit: u32,
+    pub sharingScope: CUdevWorkqueueConfigScope,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUdevWorkqueueResource {
+    pub reserved: [u8; 40],
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CU_DEV_SM_RESOURCE_GROUP_PARAMS {
+    pub smCount: u32,
+    pub coscheduledSmCount: u32,
+    pub preferredCoscheduledSmCount: u32,
+    pub flags: u32,
+    pub localityDomainId: u32,
+    pub reserved: [u32; 11],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1035,6 +1180,7 @@ pub struct CUdevResource_v1 {
     pub r#type: CUdevResourceType,
     pub _internal_padding: [u8; 92],
     pub anonymous: CUdevResource_v1__anonymous,
+    pub nextResource: *mut CUdevResource_v1,
 }
 pub type CUdevResource = CUdevResource_v1;
 pub type CUlogLevel = u32;
@@ -1042,6 +1188,7 @@ pub type CUlogsCallbackHandle = *mut CUlogsCallbackEntry_st;
 pub type CUlogsCallback = Option<unsafe extern "C" fn(data: *mut c_void, logLevel: CUlogLevel, message: *mut c_char, length: usize)>;
 pub type CUlogIterator = u32;
 pub type CUoutput_mode = u32;
+pub type CUdevSmResourceSplit_flags = u32;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct CUDA_ARRAY_SPARSE_PROPERTIES__tileExtent {
@@ -1055,6 +1202,12 @@ pub struct CUDA_ARRAY_SPARSE_PROPERTIES_v1__tileExtent {
     pub width: u32,
     pub height: u32,
     pub depth: u32,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_EVENT_RECORD_NODE_PARAMS__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1205,6 +1358,48 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1__params__keyedMutex {
 pub union CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1__params__nvSciSync {
     pub fence: *mut c_void,
     pub reserved: u64,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_FABRIC_CPY_BATCH_NODE_PARAMS__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_HOST_NODE_PARAMS_v2__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_MEMCPY_BATCH_NODE_PARAMS__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUDA_MEMCPY_BATCH_NODE_PARAMS_V1__anonymous {
+    pub ctx: CUcontext,
+    pub gCtx: CUgreenCtx,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1376,13 +1571,17 @@ pub struct CUasyncNotificationInfo__info__overBudget {
 #[derive(Copy, Clone)]
 pub union CUdevResource__anonymous {
     pub sm: CUdevSmResource,
-    pub _oversize: [u8; 48],
+    pub wqConfig: CUdevWorkqueueConfigResource,
+    pub wq: CUdevWorkqueueResource,
+    pub _oversize: [u8; 40],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union CUdevResource_v1__anonymous {
     pub sm: CUdevSmResource,
-    pub _oversize: [u8; 48],
+    pub wqConfig: CUdevWorkqueueConfigResource,
+    pub wq: CUdevWorkqueueResource,
+    pub _oversize: [u8; 40],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1393,6 +1592,24 @@ pub union CUexecAffinityParam__param {
 #[derive(Copy, Clone)]
 pub union CUexecAffinityParam_v1__param {
     pub smCount: CUexecAffinitySmCount_v1,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUfabricCpyOperand__op {
+    pub ptr: CUfabricCpyOperand__op__ptr,
+    pub le: CUfabricCpyOperand__op__le,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUfabricCpyOperand__op__le {
+    pub id: CUlogicalEndpointId,
+    pub offset: cuuint64_t,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUfabricCpyOperand__op__ptr {
+    pub ptr: CUdeviceptr,
+    pub locHint: CUmemLocation_v1,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1411,6 +1628,9 @@ pub union CUgraphNodeParams__anonymous {
     pub free: CUDA_MEM_FREE_NODE_PARAMS,
     pub memOp: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2,
     pub conditional: CUDA_CONDITIONAL_NODE_PARAMS,
+    pub memcpyBatch: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1,
+    pub fabricCpyBatch: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1,
+    pub asBytes: [c_char; 232],
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1513,6 +1733,22 @@ pub struct CUlaunchAttributeValue__programmaticEvent {
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
+pub union CUlogicalEndpointProp__anonymous {
+    pub unicast: CUlogicalEndpointProp__anonymous__unicast,
+    pub multicast: CUlogicalEndpointProp__anonymous__multicast,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUlogicalEndpointProp__anonymous__multicast {
+    pub numDevices: u32,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUlogicalEndpointProp__anonymous__unicast {
+    pub device: CUdevice,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
 pub struct CUmemAllocationProp__allocFlags {
     pub compressionType: u8,
     pub gpuDirectRDMACapable: u8,
@@ -1526,6 +1762,30 @@ pub struct CUmemAllocationProp_v1__allocFlags {
     pub gpuDirectRDMACapable: u8,
     pub usage: u16,
     pub reserved: [u8; 4],
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUmemLocation__anonymous {
+    pub id: i32,
+    pub localized: CUmemLocation__anonymous__localized,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUmemLocation__anonymous__localized {
+    pub deviceId: u8,
+    pub localityDomainId: u8,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUmemLocation_v1__anonymous {
+    pub id: i32,
+    pub localized: CUmemLocation_v1__anonymous__localized,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUmemLocation_v1__anonymous__localized {
+    pub deviceId: u8,
+    pub localityDomainId: u8,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1635,6 +1895,17 @@ pub struct CUstreamAttrValue_v1__programmaticEvent {
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
+pub struct CUstreamMemOpAtomicReductionParams_st {
+    pub operation: CUstreamBatchMemOpType,
+    pub flags: u32,
+    pub reductionOp: CUstreamAtomicReductionOpType,
+    pub dataType: CUstreamAtomicReductionDataType,
+    pub address: CUdeviceptr,
+    pub value: cuuint64_t,
+    pub alias: CUdeviceptr,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
 pub struct CUstreamMemOpFlushRemoteWritesParams_st {
     pub operation: CUstreamBatchMemOpType,
     pub flags: u32,
@@ -1714,6 +1985,8 @@ pub const NVCL_CTX_SCHED_AUTO: cl_context_flags = 0;
 pub const NVCL_CTX_SCHED_SPIN: cl_context_flags = 1;
 pub const NVCL_CTX_SCHED_YIELD: cl_context_flags = 2;
 pub const NVCL_CTX_SCHED_BLOCKING_SYNC: cl_context_flags = 4;
+pub const CU_HOST_TASK_BLOCKING: CUhostTaskSyncMode = 0;
+pub const CU_HOST_TASK_SPINWAIT: CUhostTaskSyncMode = 1;
 pub const CU_STREAM_DEFAULT: CUstream_flags = 0;
 pub const CU_STREAM_NON_BLOCKING: CUstream_flags = 1;
 pub const CU_EVENT_DEFAULT: CUevent_flags = 0;
@@ -1724,6 +1997,27 @@ pub const CU_EVENT_RECORD_DEFAULT: CUevent_record_flags = 0;
 pub const CU_EVENT_RECORD_EXTERNAL: CUevent_record_flags = 1;
 pub const CU_EVENT_WAIT_DEFAULT: CUevent_wait_flags = 0;
 pub const CU_EVENT_WAIT_EXTERNAL: CUevent_wait_flags = 1;
+pub const CU_ATOMIC_OPERATION_INTEGER_ADD: CUatomicOperation = 0;
+pub const CU_ATOMIC_OPERATION_INTEGER_MIN: CUatomicOperation = 1;
+pub const CU_ATOMIC_OPERATION_INTEGER_MAX: CUatomicOperation = 2;
+pub const CU_ATOMIC_OPERATION_INTEGER_INCREMENT: CUatomicOperation = 3;
+pub const CU_ATOMIC_OPERATION_INTEGER_DECREMENT: CUatomicOperation = 4;
+pub const CU_ATOMIC_OPERATION_AND: CUatomicOperation = 5;
+pub const CU_ATOMIC_OPERATION_OR: CUatomicOperation = 6;
+pub const CU_ATOMIC_OPERATION_XOR: CUatomicOperation = 7;
+pub const CU_ATOMIC_OPERATION_EXCHANGE: CUatomicOperation = 8;
+pub const CU_ATOMIC_OPERATION_CAS: CUatomicOperation = 9;
+pub const CU_ATOMIC_OPERATION_FLOAT_ADD: CUatomicOperation = 10;
+pub const CU_ATOMIC_OPERATION_FLOAT_MIN: CUatomicOperation = 11;
+pub const CU_ATOMIC_OPERATION_FLOAT_MAX: CUatomicOperation = 12;
+pub const CU_ATOMIC_OPERATION_MAX: CUatomicOperation = 13;
+pub const CU_ATOMIC_CAPABILITY_SIGNED: CUatomicOperationCapability = 1;
+pub const CU_ATOMIC_CAPABILITY_UNSIGNED: CUatomicOperationCapability = 2;
+pub const CU_ATOMIC_CAPABILITY_REDUCTION: CUatomicOperationCapability = 4;
+pub const CU_ATOMIC_CAPABILITY_SCALAR_32: CUatomicOperationCapability = 8;
+pub const CU_ATOMIC_CAPABILITY_SCALAR_64: CUatomicOperationCapability = 16;
+pub const CU_ATOMIC_CAPABILITY_SCALAR_128: CUatomicOperationCapability = 32;
+pub const CU_ATOMIC_CAPABILITY_VECTOR_32x4: CUatomicOperationCapability = 64;
 pub const CU_STREAM_WAIT_VALUE_GEQ: CUstreamWaitValue_flags = 0;
 pub const CU_STREAM_WAIT_VALUE_EQ: CUstreamWaitValue_flags = 1;
 pub const CU_STREAM_WAIT_VALUE_AND: CUstreamWaitValue_flags = 2;
@@ -1736,9 +2030,15 @@ pub const CU_STREAM_MEM_OP_WRITE_VALUE_32: CUstreamBatchMemOpType = 2;
 pub const CU_STREAM_MEM_OP_WAIT_VALUE_64: CUstreamBatchMemOpType = 4;
 pub const CU_STREAM_MEM_OP_WRITE_VALUE_64: CUstreamBatchMemOpType = 5;
 pub const CU_STREAM_MEM_OP_BARRIER: CUstreamBatchMemOpType = 6;
+pub const CU_STREAM_MEM_OP_ATOMIC_REDUCTION: CUstreamBatchMemOpType = 8;
 pub const CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: CUstreamBatchMemOpType = 3;
 pub const CU_STREAM_MEMORY_BARRIER_TYPE_SYS: CUstreamMemoryBarrier_flags = 0;
 pub const CU_STREAM_MEMORY_BARRIER_TYPE_GPU: CUstreamMemoryBarrier_flags = 1;
+pub const CU_STREAM_ATOMIC_REDUCTION_OP_OR: CUstreamAtomicReductionOpType = 6;
+pub const CU_STREAM_ATOMIC_REDUCTION_OP_AND: CUstreamAtomicReductionOpType = 5;
+pub const CU_STREAM_ATOMIC_REDUCTION_OP_ADD: CUstreamAtomicReductionOpType = 0;
+pub const CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_32: CUstreamAtomicReductionDataType = 14;
+pub const CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_64: CUstreamAtomicReductionDataType = 22;
 pub const CU_OCCUPANCY_DEFAULT: CUoccupancy_flags = 0;
 pub const CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE: CUoccupancy_flags = 1;
 pub const CU_STREAM_ADD_CAPTURE_DEPENDENCIES: CUstreamUpdateCaptureDependencies_flags = 0;
@@ -1795,6 +2095,20 @@ pub const CU_AD_FORMAT_Y444_PLANAR10: CUarray_format = 179;
 pub const CU_AD_FORMAT_YUV444_8bit_SemiPlanar: CUarray_format = 180;
 pub const CU_AD_FORMAT_YUV444_16bit_SemiPlanar: CUarray_format = 181;
 pub const CU_AD_FORMAT_UNORM_INT_101010_2: CUarray_format = 80;
+pub const CU_AD_FORMAT_UINT8_PACKED_422: CUarray_format = 81;
+pub const CU_AD_FORMAT_UINT8_PACKED_444: CUarray_format = 82;
+pub const CU_AD_FORMAT_UINT8_SEMIPLANAR_420: CUarray_format = 83;
+pub const CU_AD_FORMAT_UINT16_SEMIPLANAR_420: CUarray_format = 84;
+pub const CU_AD_FORMAT_UINT8_SEMIPLANAR_422: CUarray_format = 85;
+pub const CU_AD_FORMAT_UINT16_SEMIPLANAR_422: CUarray_format = 86;
+pub const CU_AD_FORMAT_UINT8_SEMIPLANAR_444: CUarray_format = 87;
+pub const CU_AD_FORMAT_UINT16_SEMIPLANAR_444: CUarray_format = 88;
+pub const CU_AD_FORMAT_UINT8_PLANAR_420: CUarray_format = 89;
+pub const CU_AD_FORMAT_UINT16_PLANAR_420: CUarray_format = 90;
+pub const CU_AD_FORMAT_UINT8_PLANAR_422: CUarray_format = 91;
+pub const CU_AD_FORMAT_UINT16_PLANAR_422: CUarray_format = 92;
+pub const CU_AD_FORMAT_UINT8_PLANAR_444: CUarray_format = 93;
+pub const CU_AD_FORMAT_UINT16_PLANAR_444: CUarray_format = 94;
 pub const CU_AD_FORMAT_MAX: CUarray_format = 2147483647;
 pub const CU_TR_ADDRESS_MODE_WRAP: CUaddress_mode = 0;
 pub const CU_TR_ADDRESS_MODE_CLAMP: CUaddress_mode = 1;
@@ -1955,7 +2269,21 @@ pub const CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED: CUdevice_attribute = 
 pub const CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: CUdevice_attribute = 145;
 pub const CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED: CUdevice_attribute = 146;
 pub const CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: CUdevice_attribute = 147;
-pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute = 148;
+pub const CU_DEVICE_ATTRIBUTE_ATOMIC_REDUCTION_SUPPORTED: CUdevice_attribute = 148;
+pub const CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT: CUdevice_attribute = 149;
+pub const CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK: CUdevice_attribute = 150;
+pub const CU_DEVICE_ATTRIBUTE_D3D12_CIG_STREAMS_SUPPORTED: CUdevice_attribute = 151;
+pub const CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED: CUdevice_attribute = 152;
+pub const CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_SUPPORTED: CUdevice_attribute = 153;
+pub const CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_MULTICAST_SUPPORTED: CUdevice_attribute = 154;
+pub const CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED: CUdevice_attribute = 155;
+pub const CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_ACCESS_ON_OWNER_DEVICE_SUPPORTED: CUdevice_attribute = 156;
+pub const CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT: CUdevice_attribute = 157;
+pub const CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES: CUdevice_attribute = 158;
+pub const CU_DEVICE_ATTRIBUTE_VULKAN_CIG_STREAMS_SUPPORTED: CUdevice_attribute = 159;
+pub const CU_DEVICE_ATTRIBUTE_TENSOR_MAP_LARGE_TENSOR_MIN_SIZE: CUdevice_attribute = 160;
+pub const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_LOCALIZED_MEMORY_SUPPORTED: CUdevice_attribute = 161;
+pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute = 162;
 pub const CU_POINTER_ATTRIBUTE_CONTEXT: CUpointer_attribute = 1;
 pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: CUpointer_attribute = 2;
 pub const CU_POINTER_ATTRIBUTE_DEVICE_POINTER: CUpointer_attribute = 3;
@@ -1977,6 +2305,7 @@ pub const CU_POINTER_ATTRIBUTE_MAPPING_SIZE: CUpointer_attribute = 18;
 pub const CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: CUpointer_attribute = 19;
 pub const CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: CUpointer_attribute = 20;
 pub const CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: CUpointer_attribute = 21;
+pub const CU_POINTER_ATTRIBUTE_LOCALITY_DOMAIN_ORDINAL: CUpointer_attribute = 22;
 pub const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUfunction_attribute = 0;
 pub const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: CUfunction_attribute = 1;
 pub const CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: CUfunction_attribute = 2;
@@ -1993,7 +2322,9 @@ pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: CUfunction_attribute = 12;
 pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: CUfunction_attribute = 13;
 pub const CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: CUfunction_attribute = 14;
 pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: CUfunction_attribute = 15;
-pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute = 16;
+pub const CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED: CUfunction_attribute = 16;
+pub const CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE: CUfunction_attribute = 17;
+pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute = 18;
 pub const CU_FUNC_CACHE_PREFER_NONE: CUfunc_cache = 0;
 pub const CU_FUNC_CACHE_PREFER_SHARED: CUfunc_cache = 1;
 pub const CU_FUNC_CACHE_PREFER_L1: CUfunc_cache = 2;
@@ -2060,7 +2391,8 @@ pub const CU_JIT_MIN_CTA_PER_SM: CUjit_option = 31;
 pub const CU_JIT_MAX_THREADS_PER_BLOCK: CUjit_option = 32;
 pub const CU_JIT_OVERRIDE_DIRECTIVE_VALUES: CUjit_option = 33;
 pub const CU_JIT_SPLIT_COMPILE: CUjit_option = 34;
-pub const CU_JIT_NUM_OPTIONS: CUjit_option = 35;
+pub const CU_JIT_BINARY_LOADER_THREAD_COUNT: CUjit_option = 35;
+pub const CU_JIT_NUM_OPTIONS: CUjit_option = 36;
 pub const CU_TARGET_COMPUTE_30: CUjit_target = 30;
 pub const CU_TARGET_COMPUTE_32: CUjit_target = 32;
 pub const CU_TARGET_COMPUTE_35: CUjit_target = 35;
@@ -2082,17 +2414,20 @@ pub const CU_TARGET_COMPUTE_90: CUjit_target = 90;
 pub const CU_TARGET_COMPUTE_100: CUjit_target = 100;
 pub const CU_TARGET_COMPUTE_110: CUjit_target = 110;
 pub const CU_TARGET_COMPUTE_103: CUjit_target = 103;
+pub const CU_TARGET_COMPUTE_107: CUjit_target = 107;
 pub const CU_TARGET_COMPUTE_120: CUjit_target = 120;
 pub const CU_TARGET_COMPUTE_121: CUjit_target = 121;
 pub const CU_TARGET_COMPUTE_90A: CUjit_target = 65626;
 pub const CU_TARGET_COMPUTE_100A: CUjit_target = 65636;
 pub const CU_TARGET_COMPUTE_110A: CUjit_target = 65646;
 pub const CU_TARGET_COMPUTE_103A: CUjit_target = 65639;
+pub const CU_TARGET_COMPUTE_107A: CUjit_target = 65643;
 pub const CU_TARGET_COMPUTE_120A: CUjit_target = 65656;
 pub const CU_TARGET_COMPUTE_121A: CUjit_target = 65657;
 pub const CU_TARGET_COMPUTE_100F: CUjit_target = 131172;
 pub const CU_TARGET_COMPUTE_110F: CUjit_target = 131182;
 pub const CU_TARGET_COMPUTE_103F: CUjit_target = 131175;
+pub const CU_TARGET_COMPUTE_107F: CUjit_target = 131179;
 pub const CU_TARGET_COMPUTE_120F: CUjit_target = 131192;
 pub const CU_TARGET_COMPUTE_121F: CUjit_target = 131193;
 pub const CU_PREFER_PTX: CUjit_fallback = 0;
@@ -2131,7 +2466,8 @@ pub const CU_LIMIT_PERSISTING_L2_CACHE_SIZE: CUlimit = 6;
 pub const CU_LIMIT_SHMEM_SIZE: CUlimit = 7;
 pub const CU_LIMIT_CIG_ENABLED: CUlimit = 8;
 pub const CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: CUlimit = 9;
-pub const CU_LIMIT_MAX: CUlimit = 10;
+pub const CU_LIMIT_PER_BLOCK_MEMORY_SIZE: CUlimit = 10;
+pub const CU_LIMIT_MAX: CUlimit = 11;
 pub const CU_RESOURCE_TYPE_ARRAY: CUresourcetype = 0;
 pub const CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: CUresourcetype = 1;
 pub const CU_RESOURCE_TYPE_LINEAR: CUresourcetype = 2;
@@ -2156,6 +2492,10 @@ pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: CUgraphNodeType = 10;
 pub const CU_GRAPH_NODE_TYPE_MEM_FREE: CUgraphNodeType = 11;
 pub const CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: CUgraphNodeType = 12;
 pub const CU_GRAPH_NODE_TYPE_CONDITIONAL: CUgraphNodeType = 13;
+pub const CU_GRAPH_NODE_TYPE_MEMCPY_BATCH: CUgraphNodeType = 14;
+pub const CU_GRAPH_NODE_TYPE_RESERVED_16: CUgraphNodeType = 16;
+pub const CU_GRAPH_NODE_TYPE_EXTERNAL_ENGINE: CUgraphNodeType = 17;
+pub const CU_GRAPH_NODE_TYPE_FABRIC_CPY_BATCH: CUgraphNodeType = 18;
 pub const CU_GRAPH_DEPENDENCY_TYPE_DEFAULT: CUgraphDependencyType = 0;
 pub const CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC: CUgraphDependencyType = 1;
 pub const CUDA_GRAPH_INSTANTIATE_SUCCESS: CUgraphInstantiateResult = 0;
@@ -2171,8 +2511,17 @@ pub const CU_SYNC_POLICY_BLOCKING_SYNC: CUsynchronizationPolicy = 4;
 pub const CU_CLUSTER_SCHEDULING_POLICY_DEFAULT: CUclusterSchedulingPolicy = 0;
 pub const CU_CLUSTER_SCHEDULING_POLICY_SPREAD: CUclusterSchedulingPolicy = 1;
 pub const CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING: CUclusterSchedulingPolicy = 2;
+pub const CU_CLUSTER_SCHEDULING_POLICY_RUBIN_DSMEM_LOCALITY: CUclusterSchedulingPolicy = 3;
 pub const CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT: CUlaunchMemSyncDomain = 0;
 pub const CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE: CUlaunchMemSyncDomain = 1;
+pub const CU_LAUNCH_PORTABLE_CLUSTER_MODE_DEFAULT: CUlaunchAttributePortableClusterMode = 0;
+pub const CU_LAUNCH_PORTABLE_CLUSTER_MODE_REQUIRE_PORTABLE: CUlaunchAttributePortableClusterMode = 1;
+pub const CU_LAUNCH_PORTABLE_CLUSTER_MODE_ALLOW_NON_PORTABLE: CUlaunchAttributePortableClusterMode = 2;
+pub const CU_SHARED_MEMORY_MODE_DEFAULT: CUsharedMemoryMode = 0;
+pub const CU_SHARED_MEMORY_MODE_REQUIRE_PORTABLE: CUsharedMemoryMode = 1;
+pub const CU_SHARED_MEMORY_MODE_ALLOW_NON_PORTABLE: CUsharedMemoryMode = 2;
+pub const CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY: CUsharedMemoryMode = 3;
+pub const CU_SHARED_MEMORY_MODE_PREFER_OVERSIZED_SHARED_MEMORY: CUsharedMemoryMode = 4;
 pub const CU_LAUNCH_ATTRIBUTE_IGNORE: CUlaunchAttributeID = 0;
 pub const CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: CUlaunchAttributeID = 1;
 pub const CU_LAUNCH_ATTRIBUTE_COOPERATIVE: CUlaunchAttributeID = 2;
@@ -2189,6 +2538,8 @@ pub const CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: CUlaunchAttributeID = 12;
 pub const CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: CUlaunchAttributeID = 13;
 pub const CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: CUlaunchAttributeID = 14;
 pub const CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING: CUlaunchAttributeID = 16;
+pub const CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE: CUlaunchAttributeID = 17;
+pub const CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE: CUlaunchAttributeID = 18;
 pub const CU_STREAM_CAPTURE_STATUS_NONE: CUstreamCaptureStatus = 0;
 pub const CU_STREAM_CAPTURE_STATUS_ACTIVE: CUstreamCaptureStatus = 1;
 pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: CUstreamCaptureStatus = 2;
@@ -2205,6 +2556,8 @@ pub const CU_EXEC_AFFINITY_TYPE_SM_COUNT: CUexecAffinityType = 0;
 pub const CU_EXEC_AFFINITY_TYPE_MAX: CUexecAffinityType = 1;
 pub const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: CUcigDataType = 1;
 pub const CIG_DATA_TYPE_NV_BLOB: CUcigDataType = 2;
+pub const STREAM_CIG_DATA_TYPE_D3D12_COMMAND_LIST: CUstreamCigDataType = 1;
+pub const STREAM_CIG_DATA_TYPE_VULKAN_COMMAND_BUFFER_HANDLE_NV: CUstreamCigDataType = 2;
 pub const CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE: CUlibraryOption = 0;
 pub const CU_LIBRARY_BINARY_IS_PRESERVED: CUlibraryOption = 1;
 pub const CU_LIBRARY_NUM_OPTIONS: CUlibraryOption = 2;
@@ -2220,6 +2573,7 @@ pub const CUDA_ERROR_PROFILER_ALREADY_STOPPED: CUresult = 8;
 pub const CUDA_ERROR_STUB_LIBRARY: CUresult = 34;
 pub const CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER: CUresult = 36;
 pub const CUDA_ERROR_DEVICE_UNAVAILABLE: CUresult = 46;
+pub const CUDA_ERROR_MULTICAST_RESOURCE_FULL: CUresult = 47;
 pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 pub const CUDA_ERROR_INVALID_DEVICE: CUresult = 101;
 pub const CUDA_ERROR_DEVICE_NOT_LICENSED: CUresult = 102;
@@ -2248,6 +2602,7 @@ pub const CUDA_ERROR_JIT_COMPILATION_DISABLED: CUresult = 223;
 pub const CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY: CUresult = 224;
 pub const CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC: CUresult = 225;
 pub const CUDA_ERROR_CONTAINED: CUresult = 226;
+pub const CUDA_ERROR_INSUFFICIENT_LOADER_VERSION: CUresult = 227;
 pub const CUDA_ERROR_INVALID_SOURCE: CUresult = 300;
 pub const CUDA_ERROR_FILE_NOT_FOUND: CUresult = 301;
 pub const CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND: CUresult = 302;
@@ -2308,6 +2663,9 @@ pub const CUDA_ERROR_FUNCTION_NOT_LOADED: CUresult = 913;
 pub const CUDA_ERROR_INVALID_RESOURCE_TYPE: CUresult = 914;
 pub const CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION: CUresult = 915;
 pub const CUDA_ERROR_KEY_ROTATION: CUresult = 916;
+pub const CUDA_ERROR_STREAM_DETACHED: CUresult = 917;
+pub const CUDA_ERROR_GRAPH_RECAPTURE_FAILURE: CUresult = 918;
+pub const CUDA_ERROR_FABRIC_NOT_READY: CUresult = 919;
 pub const CUDA_ERROR_UNKNOWN: CUresult = 999;
 pub const CUABI_ERROR_DRIVER_NOT_FOUND: CUresult = 100001;
 pub const CUABI_ERROR_DRIVER_STUB: CUresult = 100002;
@@ -2323,27 +2681,6 @@ pub const CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: CUdevice_P2PAttribute
 pub const CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED: CUdevice_P2PAttribute = 4;
 pub const CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: CUdevice_P2PAttribute = 4;
 pub const CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: CUdevice_P2PAttribute = 5;
-pub const CU_ATOMIC_OPERATION_INTEGER_ADD: CUatomicOperation = 0;
-pub const CU_ATOMIC_OPERATION_INTEGER_MIN: CUatomicOperation = 1;
-pub const CU_ATOMIC_OPERATION_INTEGER_MAX: CUatomicOperation = 2;
-pub const CU_ATOMIC_OPERATION_INTEGER_INCREMENT: CUatomicOperation = 3;
-pub const CU_ATOMIC_OPERATION_INTEGER_DECREMENT: CUatomicOperation = 4;
-pub const CU_ATOMIC_OPERATION_AND: CUatomicOperation = 5;
-pub const CU_ATOMIC_OPERATION_OR: CUatomicOperation = 6;
-pub const CU_ATOMIC_OPERATION_XOR: CUatomicOperation = 7;
-pub const CU_ATOMIC_OPERATION_EXCHANGE: CUatomicOperation = 8;
-pub const CU_ATOMIC_OPERATION_CAS: CUatomicOperation = 9;
-pub const CU_ATOMIC_OPERATION_FLOAT_ADD: CUatomicOperation = 10;
-pub const CU_ATOMIC_OPERATION_FLOAT_MIN: CUatomicOperation = 11;
-pub const CU_ATOMIC_OPERATION_FLOAT_MAX: CUatomicOperation = 12;
-pub const CU_ATOMIC_OPERATION_MAX: CUatomicOperation = 13;
-pub const CU_ATOMIC_CAPABILITY_SIGNED: CUatomicOperationCapability = 1;
-pub const CU_ATOMIC_CAPABILITY_UNSIGNED: CUatomicOperationCapability = 2;
-pub const CU_ATOMIC_CAPABILITY_REDUCTION: CUatomicOperationCapability = 4;
-pub const CU_ATOMIC_CAPABILITY_SCALAR_32: CUatomicOperationCapability = 8;
-pub const CU_ATOMIC_CAPABILITY_SCALAR_64: CUatomicOperationCapability = 16;
-pub const CU_ATOMIC_CAPABILITY_SCALAR_128: CUatomicOperationCapability = 32;
-pub const CU_ATOMIC_CAPABILITY_VECTOR_32x4: CUatomicOperationCapability = 64;
 pub const CU_RES_VIEW_FORMAT_NONE: CUresourceViewFormat = 0;
 pub const CU_RES_VIEW_FORMAT_UINT_1X8: CUresourceViewFormat = 1;
 pub const CU_RES_VIEW_FORMAT_UINT_2X8: CUresourceViewFormat = 2;
@@ -2413,6 +2750,9 @@ pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: CUtensorMapFloatOOBfill = 0;
 pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA: CUtensorMapFloatOOBfill = 1;
 pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W: CUtensorMapIm2ColWideMode = 0;
 pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128: CUtensorMapIm2ColWideMode = 1;
+pub const CU_TENSOR_MAP_ALLOC_CLASS_AUTO: CUtensorMapAllocClass = 0;
+pub const CU_TENSOR_MAP_ALLOC_CLASS_SMALL: CUtensorMapAllocClass = 1;
+pub const CU_TENSOR_MAP_ALLOC_CLASS_LARGE: CUtensorMapAllocClass = 2;
 pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE: CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = 0;
 pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ: CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = 1;
 pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE: CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = 3;
@@ -2451,6 +2791,8 @@ pub const CU_MEM_LOCATION_TYPE_DEVICE: CUmemLocationType = 1;
 pub const CU_MEM_LOCATION_TYPE_HOST: CUmemLocationType = 2;
 pub const CU_MEM_LOCATION_TYPE_HOST_NUMA: CUmemLocationType = 3;
 pub const CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: CUmemLocationType = 4;
+pub const CU_MEM_LOCATION_TYPE_INVISIBLE: CUmemLocationType = 5;
+pub const CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN: CUmemLocationType = 6;
 pub const CU_MEM_LOCATION_TYPE_MAX: CUmemLocationType = 2147483647;
 pub const CU_MEM_ALLOCATION_TYPE_INVALID: CUmemAllocationType = 0;
 pub const CU_MEM_ALLOCATION_TYPE_PINNED: CUmemAllocationType = 1;
@@ -2487,6 +2829,13 @@ pub const CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: CUmemPool_attribute = 5;
 pub const CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: CUmemPool_attribute = 6;
 pub const CU_MEMPOOL_ATTR_USED_MEM_CURRENT: CUmemPool_attribute = 7;
 pub const CU_MEMPOOL_ATTR_USED_MEM_HIGH: CUmemPool_attribute = 8;
+pub const CU_MEMPOOL_ATTR_ALLOCATION_TYPE: CUmemPool_attribute = 9;
+pub const CU_MEMPOOL_ATTR_EXPORT_HANDLE_TYPES: CUmemPool_attribute = 10;
+pub const CU_MEMPOOL_ATTR_LOCATION_ID: CUmemPool_attribute = 11;
+pub const CU_MEMPOOL_ATTR_LOCATION_TYPE: CUmemPool_attribute = 12;
+pub const CU_MEMPOOL_ATTR_MAX_POOL_SIZE: CUmemPool_attribute = 13;
+pub const CU_MEMPOOL_ATTR_HW_DECOMPRESS_ENABLED: CUmemPool_attribute = 14;
+pub const CU_MEMPOOL_ATTR_LOCALITY_DOMAIN_ID: CUmemPool_attribute = 15;
 pub const CU_MEMCPY_FLAG_DEFAULT: CUmemcpyFlags = 0;
 pub const CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: CUmemcpyFlags = 1;
 pub const CU_MEMCPY_SRC_ACCESS_ORDER_INVALID: CUmemcpySrcAccessOrder = 0;
@@ -2503,6 +2852,7 @@ pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: CUgraphMem_attribute = 2;
 pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: CUgraphMem_attribute = 3;
 pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: CUgraphChildGraphNodeOwnership = 0;
 pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: CUgraphChildGraphNodeOwnership = 1;
+pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_INVALID: CUgraphChildGraphNodeOwnership = -1;
 pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST: CUflushGPUDirectRDMAWritesOptions = 1;
 pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS: CUflushGPUDirectRDMAWritesOptions = 2;
 pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE: CUGPUDirectRDMAWritesOrdering = 0;
@@ -2527,6 +2877,8 @@ pub const CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS: CUgraphDebugDot_flags =
 pub const CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS: CUgraphDebugDot_flags = 8192;
 pub const CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO: CUgraphDebugDot_flags = 16384;
 pub const CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS: CUgraphDebugDot_flags = 32768;
+pub const CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_BATCH_NODE_PARAMS: CUgraphDebugDot_flags = 65536;
+pub const CU_GRAPH_DEBUG_DOT_FLAGS_FABRIC_CPY_BATCH_NODE_PARAMS: CUgraphDebugDot_flags = 131072;
 pub const CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: CUuserObject_flags = 1;
 pub const CU_GRAPH_USER_OBJECT_MOVE: CUuserObjectRetain_flags = 1;
 pub const CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: CUgraphInstantiate_flags = 1;
@@ -2539,12 +2891,31 @@ pub const CU_PROCESS_STATE_RUNNING: CUprocessState = 0;
 pub const CU_PROCESS_STATE_LOCKED: CUprocessState = 1;
 pub const CU_PROCESS_STATE_CHECKPOINTED: CUprocessState = 2;
 pub const CU_PROCESS_STATE_FAILED: CUprocessState = 3;
+pub const CU_PROCESS_STATE_CHECKPOINTING: CUprocessState = 4;
+pub const CU_PROCESS_STATE_RESTORING: CUprocessState = 5;
 pub const CU_MODULE_EAGER_LOADING: CUmoduleLoadingMode = 1;
 pub const CU_MODULE_LAZY_LOADING: CUmoduleLoadingMode = 2;
 pub const CU_MEM_DECOMPRESS_UNSUPPORTED: CUmemDecompressAlgorithm = 0;
 pub const CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE: CUmemDecompressAlgorithm = 1;
 pub const CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY: CUmemDecompressAlgorithm = 2;
 pub const CU_MEM_DECOMPRESS_ALGORITHM_LZ4: CUmemDecompressAlgorithm = 4;
+pub const CU_CLIQUE_TYPE_UNICAST_POINTER: CUcliqueType = 0;
+pub const CU_CLIQUE_TYPE_MULTICAST_POINTER: CUcliqueType = 1;
+pub const CU_CLIQUE_TYPE_UNICAST_LOGICAL_ENDPOINT: CUcliqueType = 2;
+pub const CU_CLIQUE_TYPE_MULTICAST_LOGICAL_ENDPOINT: CUcliqueType = 3;
+pub const CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE: CUlogicalEndpointIpcHandleType = 0;
+pub const CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC: CUlogicalEndpointIpcHandleType = 1;
+pub const CU_LOGICAL_ENDPOINT_TYPE_INVALID: CUlogicalEndpointType = 0;
+pub const CU_LOGICAL_ENDPOINT_TYPE_UNICAST: CUlogicalEndpointType = 1;
+pub const CU_LOGICAL_ENDPOINT_TYPE_MULTICAST: CUlogicalEndpointType = 2;
+pub const CU_LOGICAL_ENDPOINT_FLAG_NONE: CUlogicalEndpointFlag = 0;
+pub const CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS: CUlogicalEndpointFlag = 1;
+pub const CU_FABRIC_COPY_OPERAND_TYPE_POINTER: CUfabricCpyOperandType = 1;
+pub const CU_FABRIC_COPY_OPERAND_TYPE_LOGICAL_ENDPOINT: CUfabricCpyOperandType = 2;
+pub const CU_FABRIC_COPY_OPERAND_TYPE_MAX: CUfabricCpyOperandType = 2147483647;
+pub const CU_GRAPH_RECAPTURE_ELIGIBLE_FOR_UPDATE: CUgraphRecaptureStatus = 0;
+pub const CU_GRAPH_RECAPTURE_INELIGIBLE_FOR_UPDATE: CUgraphRecaptureStatus = 1;
+pub const CU_GRAPH_RECAPTURE_ERROR: CUgraphRecaptureStatus = 2;
 pub const CU_FUNCTION_LOADING_STATE_UNLOADED: CUfunctionLoadingState = 0;
 pub const CU_FUNCTION_LOADING_STATE_LOADED: CUfunctionLoadingState = 1;
 pub const CU_FUNCTION_LOADING_STATE_MAX: CUfunctionLoadingState = 2;
@@ -2563,12 +2934,26 @@ pub const CU_COREDUMP_SKIP_SHARED_MEMORY: CUCoredumpGenerationFlags = 4;
 pub const CU_COREDUMP_SKIP_LOCAL_MEMORY: CUCoredumpGenerationFlags = 8;
 pub const CU_COREDUMP_SKIP_ABORT: CUCoredumpGenerationFlags = 16;
 pub const CU_COREDUMP_SKIP_CONSTBANK_MEMORY: CUCoredumpGenerationFlags = 32;
-pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: CUCoredumpGenerationFlags = 47;
+pub const CU_COREDUMP_GZIP_COMPRESS: CUCoredumpGenerationFlags = 64;
+pub const CU_COREDUMP_FAULTED_CONTEXTS_ONLY: CUCoredumpGenerationFlags = 128;
+pub const CU_COREDUMP_SKIP_TENSOR_MEMORY: CUCoredumpGenerationFlags = 256;
+pub const CU_COREDUMP_NO_ERRBAR_AT_EXIT: CUCoredumpGenerationFlags = 1073741824;
+pub const CU_COREDUMP_LOG_ONLY: CUCoredumpGenerationFlags = 2147483648;
+pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: CUCoredumpGenerationFlags = 303;
+pub const CU_GREEN_CTX_NONE: CUgreenCtxCreate_flags = 0;
 pub const CU_GREEN_CTX_DEFAULT_STREAM: CUgreenCtxCreate_flags = 1;
-pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: CUdevSmResourceSplit_flags = 1;
-pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: CUdevSmResourceSplit_flags = 2;
+pub const CU_DEV_SM_RESOURCE_GROUP_DEFAULT: CUdevSmResourceGroup_flags = 0;
+pub const CU_DEV_SM_RESOURCE_GROUP_BACKFILL: CUdevSmResourceGroup_flags = 1;
+pub const CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID: CUdevSmResourceGroup_flags = 2;
+pub const CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_SUPPLEMENTAL_SMS: CUdevSmResourceGroup_flags = 4;
+pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: CUdevSmResourceSplitByCount_flags = 1;
+pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: CUdevSmResourceSplitByCount_flags = 2;
 pub const CU_DEV_RESOURCE_TYPE_INVALID: CUdevResourceType = 0;
 pub const CU_DEV_RESOURCE_TYPE_SM: CUdevResourceType = 1;
+pub const CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG: CUdevResourceType = 1000;
+pub const CU_DEV_RESOURCE_TYPE_WORKQUEUE: CUdevResourceType = 10000;
+pub const CU_WORKQUEUE_SCOPE_DEVICE_CTX: CUdevWorkqueueConfigScope = 0;
+pub const CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED: CUdevWorkqueueConfigScope = 1;
 pub const CU_LOG_LEVEL_ERROR: CUlogLevel = 0;
 pub const CU_LOG_LEVEL_WARNING: CUlogLevel = 1;
 pub const CU_OUT_KEY_VALUE_PAIR: CUoutput_mode = 0;
@@ -2576,7 +2961,7 @@ pub const CU_OUT_CSV: CUoutput_mode = 1;
 
 // ---- cuda.h's #define constants, with their C types
 
-pub const CUDA_VERSION: i32 = 13000;
+pub const CUDA_VERSION: i32 = 13050;
 pub const CU_IPC_HANDLE_SIZE: i32 = 64;
 pub const CU_STREAM_LEGACY: CUstream = 1 as CUstream;
 pub const CU_STREAM_PER_THREAD: CUstream = 2 as CUstream;
@@ -2617,6 +3002,7 @@ pub const CUDA_NVSCISYNC_ATTR_SIGNAL: i32 = 1;
 pub const CUDA_NVSCISYNC_ATTR_WAIT: i32 = 2;
 pub const CU_MEM_CREATE_USAGE_TILE_POOL: i32 = 1;
 pub const CU_MEM_CREATE_USAGE_HW_DECOMPRESS: i32 = 2;
+pub const CU_MEM_CREATE_USAGE_GPU_DIRECT_RDMA_OVER_PCIE: i32 = 4;
 pub const CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS: i32 = 2;
 pub const CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC: i32 = 1;
 pub const CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC: i32 = 2;
@@ -2646,15 +3032,16 @@ pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut c_void = 2 as *mut c_void;
 pub const CU_PARAM_TR_DEFAULT: i32 = -1;
 pub const CU_DEVICE_CPU: CUdevice = -1;
 pub const CU_DEVICE_INVALID: CUdevice = -2;
+pub const CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID_ANY: u32 = 4294967295;
 pub const RESOURCE_ABI_VERSION: i32 = 1;
 pub const RESOURCE_ABI_EXTERNAL_BYTES: i32 = 48;
 
 // ---- cuabi's own constants (cuabi.h)
 
 pub const CUABI_VERSION_MAJOR: i32 = 1;
-pub const CUABI_VERSION_MINOR: i32 = 0;
+pub const CUABI_VERSION_MINOR: i32 = 1;
 pub const CUABI_VERSION_PATCH: i32 = 0;
-pub const CUABI_VERSION: u32 = 65536;
+pub const CUABI_VERSION: u32 = 65792;
 pub const CUABI_DEFAULT_STREAM_LEGACY: i32 = 0;
 pub const CUABI_DEFAULT_STREAM_PER_THREAD: i32 = 1;
 pub const CUABI_CALL_MAX_PARAMS: i32 = 32;
@@ -2687,14 +3074,19 @@ extern "C" {
     pub fn cuabi_cuArrayGetMemoryRequirements(memoryRequirements: *mut CUDA_ARRAY_MEMORY_REQUIREMENTS, array: CUarray, device: CUdevice) -> CUresult;
     pub fn cuabi_cuArrayGetPlane(pPlaneArray: *mut CUarray, hArray: CUarray, planeIdx: u32) -> CUresult;
     pub fn cuabi_cuArrayGetSparseProperties(sparseProperties: *mut CUDA_ARRAY_SPARSE_PROPERTIES, array: CUarray) -> CUresult;
+    pub fn cuabi_cuCheckpointOperationComplete(handle: CUcheckpointOperationHandle) -> CUresult;
     pub fn cuabi_cuCheckpointProcessCheckpoint(pid: i32, args: *mut CUcheckpointCheckpointArgs) -> CUresult;
     pub fn cuabi_cuCheckpointProcessGetRestoreThreadId(pid: i32, tid: *mut i32) -> CUresult;
     pub fn cuabi_cuCheckpointProcessGetState(pid: i32, state: *mut CUprocessState) -> CUresult;
     pub fn cuabi_cuCheckpointProcessLock(pid: i32, args: *mut CUcheckpointLockArgs) -> CUresult;
     pub fn cuabi_cuCheckpointProcessRestore(pid: i32, args: *mut CUcheckpointRestoreArgs) -> CUresult;
     pub fn cuabi_cuCheckpointProcessUnlock(pid: i32, args: *mut CUcheckpointUnlockArgs) -> CUresult;
+    pub fn cuabi_cuCoredumpDeregisterCompleteCallback(callback: CUcoredumpCallbackHandle) -> CUresult;
+    pub fn cuabi_cuCoredumpDeregisterStartCallback(callback: CUcoredumpCallbackHandle) -> CUresult;
     pub fn cuabi_cuCoredumpGetAttribute(attrib: CUcoredumpSettings, value: *mut c_void, size: *mut usize) -> CUresult;
     pub fn cuabi_cuCoredumpGetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut c_void, size: *mut usize) -> CUresult;
+    pub fn cuabi_cuCoredumpRegisterCompleteCallback(callback: CUcoredumpStatusCallback, userData: *mut c_void, callbackOut: *mut CUcoredumpCallbackHandle) -> CUresult;
+    pub fn cuabi_cuCoredumpRegisterStartCallback(callback: CUcoredumpStatusCallback, userData: *mut c_void, callbackOut: *mut CUcoredumpCallbackHandle) -> CUresult;
     pub fn cuabi_cuCoredumpSetAttribute(attrib: CUcoredumpSettings, value: *mut c_void, size: *mut usize) -> CUresult;
     pub fn cuabi_cuCoredumpSetAttributeGlobal(attrib: CUcoredumpSettings, value: *mut c_void, size: *mut usize) -> CUresult;
     pub fn cuabi_cuCtxAttach(pctx: *mut CUcontext, flags: u32) -> CUresult;
@@ -2731,16 +3123,20 @@ extern "C" {
     pub fn cuabi_cuDestroyExternalMemory(extMem: CUexternalMemory) -> CUresult;
     pub fn cuabi_cuDestroyExternalSemaphore(extSem: CUexternalSemaphore) -> CUresult;
     pub fn cuabi_cuDevResourceGenerateDesc(phDesc: *mut CUdevResourceDesc, resources: *mut CUdevResource, nbResources: u32) -> CUresult;
+    pub fn cuabi_cuDevSmResourceSplit(result: *mut CUdevResource, nbGroups: u32, input: *const CUdevResource, remainder: *mut CUdevResource, flags: u32, groupParams: *mut CU_DEV_SM_RESOURCE_GROUP_PARAMS) -> CUresult;
     pub fn cuabi_cuDevSmResourceSplitByCount(result: *mut CUdevResource, nbGroups: *mut u32, input: *const CUdevResource, remaining: *mut CUdevResource, useFlags: u32, minCount: u32) -> CUresult;
     pub fn cuabi_cuDeviceCanAccessPeer(canAccessPeer: *mut i32, dev: CUdevice, peerDev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceComputeCapability(major: *mut i32, minor: *mut i32, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceGet(device: *mut CUdevice, ordinal: i32) -> CUresult;
     pub fn cuabi_cuDeviceGetAttribute(pi: *mut i32, attrib: CUdevice_attribute, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceGetByPCIBusId(dev: *mut CUdevice, pciBusId: *const c_char) -> CUresult;
+    pub fn cuabi_cuDeviceGetCliqueCount(count: *mut usize, dev: CUdevice) -> CUresult;
+    pub fn cuabi_cuDeviceGetCliqueInfo(cliqueInfo: *mut CUcliqueInfo, count: *mut usize, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceGetCount(count: *mut i32) -> CUresult;
     pub fn cuabi_cuDeviceGetDefaultMemPool(pool_out: *mut CUmemoryPool, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceGetDevResource(device: CUdevice, resource: *mut CUdevResource, r#type: CUdevResourceType) -> CUresult;
     pub fn cuabi_cuDeviceGetExecAffinitySupport(pi: *mut i32, r#type: CUexecAffinityType, dev: CUdevice) -> CUresult;
+    pub fn cuabi_cuDeviceGetFabricClusterUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceGetGraphMemAttribute(device: CUdevice, attr: CUgraphMem_attribute, value: *mut c_void) -> CUresult;
     pub fn cuabi_cuDeviceGetHostAtomicCapabilities(capabilities: *mut u32, operations: *const CUatomicOperation, count: u32, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuDeviceGetLuid(luid: *mut c_char, deviceNodeMask: *mut u32, dev: CUdevice) -> CUresult;
@@ -2774,10 +3170,12 @@ extern "C" {
     pub fn cuabi_cuEventSynchronize(hEvent: CUevent) -> CUresult;
     pub fn cuabi_cuExternalMemoryGetMappedBuffer(devPtr: *mut CUdeviceptr, extMem: CUexternalMemory, bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) -> CUresult;
     pub fn cuabi_cuExternalMemoryGetMappedMipmappedArray(mipmap: *mut CUmipmappedArray, extMem: CUexternalMemory, mipmapDesc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) -> CUresult;
+    pub fn cuabi_cuFabricCpyBatchAsync(numOps: usize, opList: *mut CUDA_FABRIC_COPY_BATCH_OP, flags: u64, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuFlushGPUDirectRDMAWrites(target: CUflushGPUDirectRDMAWritesTarget, scope: CUflushGPUDirectRDMAWritesScope) -> CUresult;
     pub fn cuabi_cuFuncGetAttribute(pi: *mut i32, attrib: CUfunction_attribute, hfunc: CUfunction) -> CUresult;
     pub fn cuabi_cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CUresult;
     pub fn cuabi_cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) -> CUresult;
+    pub fn cuabi_cuFuncGetParamCount(func: CUfunction, paramCount: *mut usize) -> CUresult;
     pub fn cuabi_cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) -> CUresult;
     pub fn cuabi_cuFuncIsLoaded(state: *mut CUfunctionLoadingState, function: CUfunction) -> CUresult;
     pub fn cuabi_cuFuncLoad(function: CUfunction) -> CUresult;
@@ -2805,6 +3203,7 @@ extern "C" {
     pub fn cuabi_cuGraphAddMemcpyNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, copyParams: *const CUDA_MEMCPY3D, ctx: CUcontext) -> CUresult;
     pub fn cuabi_cuGraphAddMemsetNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, memsetParams: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext) -> CUresult;
     pub fn cuabi_cuGraphAddNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, nodeParams: *mut CUgraphNodeParams) -> CUresult;
+    pub fn cuabi_cuGraphAddNode_v3(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, nodeParams: *mut CUgraphNodeParams) -> CUresult;
     pub fn cuabi_cuGraphBatchMemOpNodeGetParams(hNode: CUgraphNode, nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphBatchMemOpNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphChildGraphNodeGetGraph(hNode: CUgraphNode, phGraph: *mut CUgraph) -> CUresult;
@@ -2826,6 +3225,7 @@ extern "C" {
     pub fn cuabi_cuGraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphExecGetFlags(hGraphExec: CUgraphExec, flags: *mut cuuint64_t) -> CUresult;
+    pub fn cuabi_cuGraphExecGetId(hGraphExec: CUgraphExec, graphId: *mut u32) -> CUresult;
     pub fn cuabi_cuGraphExecHostNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_HOST_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphExecKernelNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphExecMemcpyNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, copyParams: *const CUDA_MEMCPY3D, ctx: CUcontext) -> CUresult;
@@ -2837,6 +3237,7 @@ extern "C" {
     pub fn cuabi_cuGraphExternalSemaphoresWaitNodeGetParams(hNode: CUgraphNode, params_out: *mut CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphExternalSemaphoresWaitNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_EXT_SEM_WAIT_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphGetEdges(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numEdges: *mut usize) -> CUresult;
+    pub fn cuabi_cuGraphGetId(hGraph: CUgraph, graphId: *mut u32) -> CUresult;
     pub fn cuabi_cuGraphGetNodes(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize) -> CUresult;
     pub fn cuabi_cuGraphGetRootNodes(hGraph: CUgraph, rootNodes: *mut CUgraphNode, numRootNodes: *mut usize) -> CUresult;
     pub fn cuabi_cuGraphHostNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_HOST_NODE_PARAMS) -> CUresult;
@@ -2856,12 +3257,17 @@ extern "C" {
     pub fn cuabi_cuGraphMemsetNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUDA_MEMSET_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphMemsetNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_MEMSET_NODE_PARAMS) -> CUresult;
     pub fn cuabi_cuGraphNodeFindInClone(phNode: *mut CUgraphNode, hOriginalNode: CUgraphNode, hClonedGraph: CUgraph) -> CUresult;
+    pub fn cuabi_cuGraphNodeGetContainingGraph(hNode: CUgraphNode, phGraph: *mut CUgraph) -> CUresult;
     pub fn cuabi_cuGraphNodeGetDependencies(hNode: CUgraphNode, dependencies: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numDependencies: *mut usize) -> CUresult;
     pub fn cuabi_cuGraphNodeGetDependentNodes(hNode: CUgraphNode, dependentNodes: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numDependentNodes: *mut usize) -> CUresult;
     pub fn cuabi_cuGraphNodeGetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: *mut u32) -> CUresult;
+    pub fn cuabi_cuGraphNodeGetLocalId(hNode: CUgraphNode, nodeId: *mut u32) -> CUresult;
+    pub fn cuabi_cuGraphNodeGetParams(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams) -> CUresult;
+    pub fn cuabi_cuGraphNodeGetToolsId(hNode: CUgraphNode, toolsNodeId: *mut u64) -> CUresult;
     pub fn cuabi_cuGraphNodeGetType(hNode: CUgraphNode, r#type: *mut CUgraphNodeType) -> CUresult;
     pub fn cuabi_cuGraphNodeSetEnabled(hGraphExec: CUgraphExec, hNode: CUgraphNode, isEnabled: u32) -> CUresult;
     pub fn cuabi_cuGraphNodeSetParams(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams) -> CUresult;
+    pub fn cuabi_cuGraphNodeSetParams_v2(hNode: CUgraphNode, nodeParams: *mut CUgraphNodeParams) -> CUresult;
     pub fn cuabi_cuGraphReleaseUserObject(graph: CUgraph, object: CUuserObject, count: u32) -> CUresult;
     pub fn cuabi_cuGraphRemoveDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize) -> CUresult;
     pub fn cuabi_cuGraphRetainUserObject(graph: CUgraph, object: CUuserObject, count: u32, flags: u32) -> CUresult;
@@ -2892,6 +3298,7 @@ extern "C" {
     pub fn cuabi_cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) -> CUresult;
     pub fn cuabi_cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) -> CUresult;
     pub fn cuabi_cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel) -> CUresult;
+    pub fn cuabi_cuKernelGetParamCount(kernel: CUkernel, paramCount: *mut usize) -> CUresult;
     pub fn cuabi_cuKernelGetParamInfo(kernel: CUkernel, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) -> CUresult;
     pub fn cuabi_cuKernelSetAttribute(attrib: CUfunction_attribute, val: i32, kernel: CUkernel, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuKernelSetCacheConfig(kernel: CUkernel, config: CUfunc_cache, dev: CUdevice) -> CUresult;
@@ -2901,6 +3308,7 @@ extern "C" {
     pub fn cuabi_cuLaunchGrid(f: CUfunction, grid_width: i32, grid_height: i32) -> CUresult;
     pub fn cuabi_cuLaunchGridAsync(f: CUfunction, grid_width: i32, grid_height: i32, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuLaunchHostFunc(hStream: CUstream, r#fn: CUhostFn, userData: *mut c_void) -> CUresult;
+    pub fn cuabi_cuLaunchHostFunc_v2(hStream: CUstream, r#fn: CUhostFn, userData: *mut c_void, syncMode: u32) -> CUresult;
     pub fn cuabi_cuLaunchKernel(f: CUfunction, gridDimX: u32, gridDimY: u32, gridDimZ: u32, blockDimX: u32, blockDimY: u32, blockDimZ: u32, sharedMemBytes: u32, hStream: CUstream, kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult;
     pub fn cuabi_cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult;
     pub fn cuabi_cuLibraryEnumerateKernels(kernels: *mut CUkernel, numKernels: u32, lib: CUlibrary) -> CUresult;
@@ -2918,6 +3326,18 @@ extern "C" {
     pub fn cuabi_cuLinkComplete(state: CUlinkState, cubinOut: *mut *mut c_void, sizeOut: *mut usize) -> CUresult;
     pub fn cuabi_cuLinkCreate(numOptions: u32, options: *mut CUjit_option, optionValues: *mut *mut c_void, stateOut: *mut CUlinkState) -> CUresult;
     pub fn cuabi_cuLinkDestroy(state: CUlinkState) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointAddDevice(leId: CUlogicalEndpointId, dev: CUdevice) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointBindAddr(leId: CUlogicalEndpointId, dev: CUdevice, offset: cuuint64_t, ptr: *mut c_void, size: cuuint64_t, flags: u64) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointBindMem(leId: CUlogicalEndpointId, dev: CUdevice, offset: cuuint64_t, memHandle: CUmemGenericAllocationHandle, memOffset: cuuint64_t, size: cuuint64_t, flags: u64) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointCreate(leId: CUlogicalEndpointId, prop: *const CUlogicalEndpointProp) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointDestroy(leId: CUlogicalEndpointId) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointExport(handle: *mut c_void, leId: CUlogicalEndpointId, handleType: CUlogicalEndpointIpcHandleType) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointGetLimits(bindAlignment: *mut cuuint64_t, maxSize: *mut cuuint64_t, prop: *const CUlogicalEndpointProp) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointIdRelease(baseLeId: CUlogicalEndpointId, count: cuuint32_t) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointIdReserve(baseLeId: *mut CUlogicalEndpointId, count: cuuint32_t) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointImport(leId: CUlogicalEndpointId, handle: *const c_void, handleType: CUlogicalEndpointIpcHandleType) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointQuery(leId: CUlogicalEndpointId, count: cuuint32_t, queryStatus: *mut i32) -> CUresult;
+    pub fn cuabi_cuLogicalEndpointUnbind(leId: CUlogicalEndpointId, dev: CUdevice, offset: cuuint64_t, size: cuuint64_t) -> CUresult;
     pub fn cuabi_cuLogsCurrent(iterator_out: *mut CUlogIterator, flags: u32) -> CUresult;
     pub fn cuabi_cuLogsDumpToFile(iterator: *mut CUlogIterator, pathToFile: *const c_char, flags: u32) -> CUresult;
     pub fn cuabi_cuLogsDumpToMemory(iterator: *mut CUlogIterator, buffer: *mut c_char, size: *mut usize, flags: u32) -> CUresult;
@@ -2947,6 +3367,7 @@ extern "C" {
     pub fn cuabi_cuMemGetDefaultMemPool(pool_out: *mut CUmemoryPool, location: *mut CUmemLocation, r#type: CUmemAllocationType) -> CUresult;
     pub fn cuabi_cuMemGetHandleForAddressRange(handle: *mut c_void, dptr: CUdeviceptr, size: usize, handleType: CUmemRangeHandleType, flags: u64) -> CUresult;
     pub fn cuabi_cuMemGetInfo(free: *mut usize, total: *mut usize) -> CUresult;
+    pub fn cuabi_cuMemGetLocationInfo(ptr: CUdeviceptr, size: usize, summaryGranularity: usize, samplingGranularity: usize, location_out: *mut CUmemLocation) -> CUresult;
     pub fn cuabi_cuMemGetMemPool(pool: *mut CUmemoryPool, location: *mut CUmemLocation, r#type: CUmemAllocationType) -> CUresult;
     pub fn cuabi_cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, Flags: u32) -> CUresult;
     pub fn cuabi_cuMemHostGetDevicePointer(pdptr: *mut CUdeviceptr, p: *mut c_void, Flags: u32) -> CUresult;
@@ -2985,6 +3406,7 @@ extern "C" {
     pub fn cuabi_cuMemcpy3DBatchAsync(numOps: usize, opList: *mut CUDA_MEMCPY3D_BATCH_OP, flags: u64, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuMemcpy3DPeer(pCopy: *const CUDA_MEMCPY3D_PEER) -> CUresult;
     pub fn cuabi_cuMemcpy3DPeerAsync(pCopy: *const CUDA_MEMCPY3D_PEER, hStream: CUstream) -> CUresult;
+    pub fn cuabi_cuMemcpy3DWithAttributesAsync(op: *mut CUDA_MEMCPY3D_BATCH_OP, flags: u64, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuMemcpyAtoA(dstArray: CUarray, dstOffset: usize, srcArray: CUarray, srcOffset: usize, ByteCount: usize) -> CUresult;
     pub fn cuabi_cuMemcpyAtoD(dstDevice: CUdeviceptr, srcArray: CUarray, srcOffset: usize, ByteCount: usize) -> CUresult;
@@ -3002,6 +3424,7 @@ extern "C" {
     pub fn cuabi_cuMemcpyHtoDAsync(dstDevice: CUdeviceptr, srcHost: *const c_void, ByteCount: usize, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuMemcpyPeer(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize) -> CUresult;
     pub fn cuabi_cuMemcpyPeerAsync(dstDevice: CUdeviceptr, dstContext: CUcontext, srcDevice: CUdeviceptr, srcContext: CUcontext, ByteCount: usize, hStream: CUstream) -> CUresult;
+    pub fn cuabi_cuMemcpyWithAttributesAsync(dst: CUdeviceptr, src: CUdeviceptr, size: usize, attr: *mut CUmemcpyAttributes, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuMemsetD16(dstDevice: CUdeviceptr, us: u16, N: usize) -> CUresult;
     pub fn cuabi_cuMemsetD16Async(dstDevice: CUdeviceptr, us: u16, N: usize, hStream: CUstream) -> CUresult;
     pub fn cuabi_cuMemsetD2D16(dstDevice: CUdeviceptr, dstPitch: usize, us: u16, Width: usize, Height: usize) -> CUresult;
@@ -3033,7 +3456,9 @@ extern "C" {
     pub fn cuabi_cuModuleUnload(hmod: CUmodule) -> CUresult;
     pub fn cuabi_cuMulticastAddDevice(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice) -> CUresult;
     pub fn cuabi_cuMulticastBindAddr(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memptr: CUdeviceptr, size: usize, flags: u64) -> CUresult;
+    pub fn cuabi_cuMulticastBindAddr_v2(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, memptr: CUdeviceptr, size: usize, flags: u64) -> CUresult;
     pub fn cuabi_cuMulticastBindMem(mcHandle: CUmemGenericAllocationHandle, mcOffset: usize, memHandle: CUmemGenericAllocationHandle, memOffset: usize, size: usize, flags: u64) -> CUresult;
+    pub fn cuabi_cuMulticastBindMem_v2(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, memHandle: CUmemGenericAllocationHandle, memOffset: usize, size: usize, flags: u64) -> CUresult;
     pub fn cuabi_cuMulticastCreate(mcHandle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp) -> CUresult;
     pub fn cuabi_cuMulticastGetGranularity(granularity: *mut usize, prop: *const CUmulticastObjectProp, option: CUmulticastGranularity_flags) -> CUresult;
     pub fn cuabi_cuMulticastUnbind(mcHandle: CUmemGenericAllocationHandle, dev: CUdevice, mcOffset: usize, size: usize) -> CUresult;
@@ -3060,16 +3485,20 @@ extern "C" {
     pub fn cuabi_cuStreamAttachMemAsync(hStream: CUstream, dptr: CUdeviceptr, length: usize, flags: u32) -> CUresult;
     pub fn cuabi_cuStreamBatchMemOp(stream: CUstream, count: u32, paramArray: *mut CUstreamBatchMemOpParams, flags: u32) -> CUresult;
     pub fn cuabi_cuStreamBeginCapture(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult;
+    pub fn cuabi_cuStreamBeginCaptureToCig(hStream: CUstream, streamCigCaptureParams: *mut CUstreamCigCaptureParams) -> CUresult;
     pub fn cuabi_cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode) -> CUresult;
+    pub fn cuabi_cuStreamBeginRecaptureToGraph(hStream: CUstream, mode: CUstreamCaptureMode, hGraph: CUgraph, callbackFunc: CUgraphRecaptureCallback, userData: *mut c_void) -> CUresult;
     pub fn cuabi_cuStreamCopyAttributes(dst: CUstream, src: CUstream) -> CUresult;
     pub fn cuabi_cuStreamCreate(phStream: *mut CUstream, Flags: u32) -> CUresult;
     pub fn cuabi_cuStreamCreateWithPriority(phStream: *mut CUstream, flags: u32, priority: i32) -> CUresult;
     pub fn cuabi_cuStreamDestroy(hStream: CUstream) -> CUresult;
     pub fn cuabi_cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult;
+    pub fn cuabi_cuStreamEndCaptureToCig(hStream: CUstream) -> CUresult;
     pub fn cuabi_cuStreamGetAttribute(hStream: CUstream, attr: CUstreamAttrID, value_out: *mut CUstreamAttrValue) -> CUresult;
     pub fn cuabi_cuStreamGetCaptureInfo(hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut cuuint64_t, graph_out: *mut CUgraph, dependencies_out: *mut *const CUgraphNode, edgeData_out: *mut *const CUgraphEdgeData, numDependencies_out: *mut usize) -> CUresult;
     pub fn cuabi_cuStreamGetCtx(hStream: CUstream, pctx: *mut CUcontext) -> CUresult;
     pub fn cuabi_cuStreamGetCtx_v2(hStream: CUstream, pCtx: *mut CUcontext, pGreenCtx: *mut CUgreenCtx) -> CUresult;
+    pub fn cuabi_cuStreamGetDevResource(hStream: CUstream, resource: *mut CUdevResource, r#type: CUdevResourceType) -> CUresult;
     pub fn cuabi_cuStreamGetDevice(hStream: CUstream, device: *mut CUdevice) -> CUresult;
     pub fn cuabi_cuStreamGetFlags(hStream: CUstream, flags: *mut u32) -> CUresult;
     pub fn cuabi_cuStreamGetGreenCtx(hStream: CUstream, phCtx: *mut CUgreenCtx) -> CUresult;
@@ -3094,6 +3523,7 @@ extern "C" {
     pub fn cuabi_cuTensorMapEncodeIm2colWide(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, pixelBoxLowerCornerWidth: i32, pixelBoxUpperCornerWidth: i32, channelsPerPixel: cuuint32_t, pixelsPerColumn: cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, mode: CUtensorMapIm2ColWideMode, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill) -> CUresult;
     pub fn cuabi_cuTensorMapEncodeTiled(tensorMap: *mut CUtensorMap, tensorDataType: CUtensorMapDataType, tensorRank: cuuint32_t, globalAddress: *mut c_void, globalDim: *const cuuint64_t, globalStrides: *const cuuint64_t, boxDim: *const cuuint32_t, elementStrides: *const cuuint32_t, interleave: CUtensorMapInterleave, swizzle: CUtensorMapSwizzle, l2Promotion: CUtensorMapL2promotion, oobFill: CUtensorMapFloatOOBfill) -> CUresult;
     pub fn cuabi_cuTensorMapReplaceAddress(tensorMap: *mut CUtensorMap, globalAddress: *mut c_void) -> CUresult;
+    pub fn cuabi_cuTensorMapSetAllocationClass(tensorMap: *mut CUtensorMap, allocClass: CUtensorMapAllocClass, outAllocClass: *mut CUtensorMapAllocClass) -> CUresult;
     pub fn cuabi_cuTexObjectCreate(pTexObject: *mut CUtexObject, pResDesc: *const CUDA_RESOURCE_DESC, pTexDesc: *const CUDA_TEXTURE_DESC, pResViewDesc: *const CUDA_RESOURCE_VIEW_DESC) -> CUresult;
     pub fn cuabi_cuTexObjectDestroy(texObject: CUtexObject) -> CUresult;
     pub fn cuabi_cuTexObjectGetResourceDesc(pResDesc: *mut CUDA_RESOURCE_DESC, texObject: CUtexObject) -> CUresult;
