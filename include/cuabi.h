@@ -61,7 +61,7 @@ extern "C" {
 
 /* Version of this header.  cuabi_version() returns the library's. */
 #define CUABI_VERSION_MAJOR 1
-#define CUABI_VERSION_MINOR 0
+#define CUABI_VERSION_MINOR 1
 #define CUABI_VERSION_PATCH 0
 #define CUABI_MAKE_VERSION(major, minor, patch) \
     ((uint32_t)(((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch)))

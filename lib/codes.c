@@ -17,7 +17,8 @@ static const cuabi_code_info own_codes[] = {
 #undef OWN_CODE
 };
 
-/* CUDA 13.0's result codes, described in cuabi's words. */
+/* CUDA's result codes (those of CUDA 13.5's cuda.h, which cuabi's headers describe),
+ * described in cuabi's words. */
 static const cuabi_code_info cuda_codes[] = {
     CODE(CUDA_SUCCESS, "no error"),
     CODE(CUDA_ERROR_INVALID_VALUE, "an argument is outside its accepted values"),
@@ -37,6 +38,8 @@ static const cuabi_code_info cuda_codes[] = {
     CODE(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER, "this call needs a newer driver than the one "
                                                 "installed"),
     CODE(CUDA_ERROR_DEVICE_UNAVAILABLE, "the device is busy or not available right now"),
+    CODE(CUDA_ERROR_MULTICAST_RESOURCE_FULL, "the hardware has no room left to bind more "
+                                             "memory to a multicast object"),
     CODE(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device was found"),
     CODE(CUDA_ERROR_INVALID_DEVICE, "the device ordinal or handle is not valid"),
     CODE(CUDA_ERROR_DEVICE_NOT_LICENSED, "the device lacks a licence needed for this "
@@ -72,6 +75,8 @@ static const cuabi_code_info cuda_codes[] = {
                                               "which is not supported here"),
     CODE(CUDA_ERROR_CONTAINED, "an error in the device was contained; the process should "
                                "exit"),
+    CODE(CUDA_ERROR_INSUFFICIENT_LOADER_VERSION, "the driver's loader is too old for this "
+                                                 "fatbinary"),
     CODE(CUDA_ERROR_INVALID_SOURCE, "the kernel source is not valid"),
     CODE(CUDA_ERROR_FILE_NOT_FOUND, "the file was not found"),
     CODE(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, "a symbol of a shared object could not be "
@@ -158,6 +163,12 @@ static const cuabi_code_info cuda_codes[] = {
     CODE(CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION, "the resource configuration is not "
                                                     "valid"),
     CODE(CUDA_ERROR_KEY_ROTATION, "a key rotation failed on an encrypted channel"),
+    CODE(CUDA_ERROR_STREAM_DETACHED, "the stream is detached (its green context is gone) "
+                                     "and cannot do this any more"),
+    CODE(CUDA_ERROR_GRAPH_RECAPTURE_FAILURE, "recapturing into the graph failed and was "
+                                             "stopped"),
+    CODE(CUDA_ERROR_FABRIC_NOT_READY, "the GPU fabric did not become ready in time; try "
+                                      "again later"),
     CODE(CUDA_ERROR_UNKNOWN, "an unknown internal error occurred"),
 };
 

@@ -3,7 +3,7 @@
  *
  * cuabi's own codes are answered from codes.c.  CUDA's codes are answered by
  * the driver when it is already loaded (its texts match its version exactly);
- * before that, or without a driver, from codes.c's table of CUDA 13.0's
+ * before that, or without a driver, from codes.c's table of CUDA 13.5's
  * codes.  These functions never load the driver: a program asking why the
  * load failed must not trigger another load.
  */
@@ -11,7 +11,7 @@
 
 static const char unknown_name[] = "CUABI_UNKNOWN_RESULT_CODE";
 static const char unknown_text[] =
-    "unrecognised result code (neither a CUDA 13.0 driver code nor a cuabi code)";
+    "unrecognised result code (neither a CUDA 13.5 driver code nor a cuabi code)";
 
 /* Asks the loaded driver; NULL when it is not loaded, not usable, or does
  * not know the code. */

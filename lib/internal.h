@@ -54,7 +54,7 @@ typedef struct cuabi_code_info {
     const char *advice; /* what to do: cuabi's own codes only, else NULL */
 } cuabi_code_info;
 
-/* The entry for code, or NULL when neither CUDA 13.0 nor cuabi has it. */
+/* The entry for code, or NULL when neither CUDA 13.5 nor cuabi has it. */
 CUABI_INTERNAL const cuabi_code_info *cuabi__code_info(CUresult code);
 
 /* ---- load.c ---- */

@@ -4,7 +4,7 @@
  * internal, cuabi__forward_<name>, and the exported function here adds:
  *
  *   cuGetErrorName, cuGetErrorString: an answer for every code cuabi knows
- *     (its own codes, and CUDA 13.0's) where the driver cannot give one:
+ *     (its own codes, and CUDA 13.5's) where the driver cannot give one:
  *     no driver, or a driver that does not know the code.  CUDA's codes
  *     still come from the driver when it knows them.
  *   cuGetProcAddress: in per-thread default stream mode, a call that names

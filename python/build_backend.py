@@ -47,7 +47,7 @@ import tempfile
 import zipfile
 
 NAME = "cuabi"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SUMMARY = "The CUDA driver API through a stable C ABI, from any Python 3 (CPython, PyPy)"
 REQUIRES_PYTHON = ">=3.8"
 LICENSE_EXPRESSION = "Apache-2.0"

@@ -13,8 +13,14 @@ plain name is the first); a per-thread symbol base[_vK]_ptds/_ptsz is the one
 per-thread ABI of the newest legacy one, whose version is its PFN_..._ptds/_ptsz
 typedef's. Where cuda.h makes the per-thread symbol an inline function of its
 own (cuGetProcAddress_v2_ptsz), the driver symbol it calls is the one pinned.
-The generator instead compares parameter lists; the two must agree everywhere.
+The generator applies the same rule from its parsed typedefs and checks each
+pinned typedef's parameter list; the two must agree everywhere.
 On a GPU, tests/gpu/check_pinned_symbols.py asks the driver itself.
+
+The entry points checked are those of the version nodes whose CUDA version is
+not newer than the headers' (CUDA_VERSION): against CUDA 13.0's headers the
+CUABI_1.0 node, against 13.5's every node; each must pin in those headers what
+its own node's headers pinned (driver_api.json's "nodes").
 
 usage: check_pinning.py SOURCE_DIR CUDA_INCLUDE_DIR
 Exits 77 (skipped) where the toolkit's headers are absent.
@@ -97,7 +103,13 @@ def main() -> int:
         print(f"skipped: {cuda_include}/cudaTypedefs.h is absent; nothing to check against")
         return SKIPPED
     table = json.loads((source / "include/cuabi/driver_api.json").read_text())
-    entries = table["entry_points"]
+    cuda_version = int(re.search(r"^#define CUDA_VERSION (\d+)", (cuda_include / "cuda.h").read_text(),
+                                 re.M).group(1))
+    nodes = [n["name"] for n in table["nodes"] if n["cuda_version"] <= cuda_version]
+    if not nodes:
+        print(f"these headers (CUDA {cuda_version}) are older than every node of cuabi")
+        return 1
+    entries = [e for e in table["entry_points"] if e["node"] in nodes]
     names = [e["name"] for e in entries]
     versions = abi_versions(cuda_include)
     inline = inline_functions(cuda_include)
@@ -106,7 +118,7 @@ def main() -> int:
     rows = re.findall(r'\{ "(\w+)", "(\w+)", (\d+), (\d+) \}',
                       (source / "lib/entry_table.c").read_text())
     built = {name: (driver, int(v), int(pv)) for name, driver, v, pv in rows}
-    for e in entries:
+    for e in table["entry_points"]:
         if built.get(e["name"]) != (e["driver_name"], e["version"], e["ptds_version"]):
             failures.append(f"{e['name']}: lib/entry_table.c has {built.get(e['name'])}, "
                             f"driver_api.json {(e['driver_name'], e['version'], e['ptds_version'])}")
@@ -126,8 +138,9 @@ def main() -> int:
             elif want != pinned:
                 failures.append(f"{e['name']} ({mode}): cuda.h links {why}, the ABI of version "
                                 f"{want}; cuabi pins {pinned}")
-    print("\n".join(failures) or f"{len(entries)} entry points, both modes: every pinned version "
-          "is the one of the symbol cuda.h links")
+    print("\n".join(failures) or f"{len(entries)} entry points ({', '.join(nodes)}), both modes, "
+          f"against CUDA {cuda_version}'s headers: every pinned version is the one of the "
+          "symbol cuda.h links")
     return 1 if failures else 0
 
 

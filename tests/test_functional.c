@@ -576,8 +576,8 @@ static void test_prefetch(void **state)
     (void)state;
     CUdeviceptr m, d;
     CUstream s;
-    const CUmemLocation device0 = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
-    const CUmemLocation host = { CU_MEM_LOCATION_TYPE_HOST, 77 }; /* the id is ignored */
+    const CUmemLocation device0 = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };
+    const CUmemLocation host = { .type = CU_MEM_LOCATION_TYPE_HOST, .id = 77 }; /* the id is ignored */
     const CUmem_range_attribute where = CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION;
     check_cu(cuabi_cuMemAllocManaged(&m, 3 * 4096, CU_MEM_ATTACH_GLOBAL));
     check_cu(cuabi_cuMemAlloc(&d, 4096));
@@ -598,9 +598,9 @@ static void test_prefetch(void **state)
     assert_int_equal(last_prefetch(where, m + 2 * 4096, 4096), 0);
 
     /* What a driver refuses. */
-    const CUmemLocation bad_device = { CU_MEM_LOCATION_TYPE_DEVICE, 5 };
-    const CUmemLocation bad_type = { CU_MEM_LOCATION_TYPE_INVALID, 0 };
-    const CUmemLocation bad_numa = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 3 };
+    const CUmemLocation bad_device = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 5 };
+    const CUmemLocation bad_type = { .type = CU_MEM_LOCATION_TYPE_INVALID, .id = 0 };
+    const CUmemLocation bad_numa = { .type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = 3 };
     assert_cu(CUDA_ERROR_INVALID_DEVICE, cuabi_cuMemPrefetchAsync(m, 4096, bad_device, 0, s));
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 4096, bad_type, 0, s));
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuMemPrefetchAsync(m, 4096, bad_numa, 0, s));

@@ -141,6 +141,12 @@ static void fake_driver(void)
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_set_default_stream_mode(2));
     check_cu(cuabi_cuInit(0));
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_driver_version(NULL));
+    /* A code CUDA 13.5 added, which this 13.0 driver does not know: named from cuabi's table. */
+    const char *newer = NULL;
+    check_cu(cuabi_cuGetErrorName(CUDA_ERROR_FABRIC_NOT_READY, &newer));
+    assert_string_equal(newer, "CUDA_ERROR_FABRIC_NOT_READY");
+    check_cu(cuabi_cuGetErrorString(CUDA_ERROR_STREAM_DETACHED, &newer));
+    assert_string_equal(newer, cuabi_error_string(CUDA_ERROR_STREAM_DETACHED));
     /* In legacy mode cuGetProcAddress's flags reach the driver as given. */
     void *fn = NULL;
     CUdriverProcAddressQueryResult found;

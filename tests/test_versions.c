@@ -38,7 +38,7 @@ static void test_library_version(void **state)
     /* The build's project version, the header's macros and the library agree. */
     assert_int_equal(cuabi_version(), CUABI_PROJECT_VERSION_NUMBER);
     assert_int_equal(cuabi_version(), CUABI_VERSION);
-    assert_int_equal(CUABI_VERSION, CUABI_MAKE_VERSION(1, 0, 0));
+    assert_int_equal(CUABI_VERSION, CUABI_MAKE_VERSION(1, 1, 0));
 }
 
 /* Facts read off cudaTypedefs.h of CUDA 13.0 (the PFN_cuXxx_vNNNN typedef

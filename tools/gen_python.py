@@ -426,6 +426,8 @@ def record_format(records, name):
         raise SystemExit("gen_python: %s is a %s; only structs get a format" % (name, rec["kind"]))
     fmt, names, at = ["="], [], 0
     for fname, offset, size, code in record_fields(records, name):
+        if offset < at and offset + size <= at:
+            continue  # another member of an anonymous union: the first one packs these bytes
         if offset < at:
             raise SystemExit("gen_python: %s.%s overlaps the field before it" % (name, fname))
         if offset > at:

@@ -77,7 +77,7 @@ __attribute__((noinline)) unsigned long bench_direct(ctx_get_current_fn fn, unsi
         unsigned long failures = 0;                                                   \
         CUcontext ctx = NULL;                                                         \
         CUdeviceptr dptr = 0x10000;                                                   \
-        CUmemLocation location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };                  \
+        CUmemLocation location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };                  \
         (void)ctx, (void)dptr, (void)location;                                        \
         for (unsigned long i = 0; i < n; i++)                                         \
             failures += callee args != CUDA_SUCCESS;                                  \
@@ -94,7 +94,7 @@ static int prepare_each(uint64_t flags)
 {
     CUcontext ctx;
     CUdeviceptr dptr = 0x10000;
-    CUmemLocation location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+    CUmemLocation location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 };
     void *fn;
     (void)ctx, (void)dptr, (void)location;
 #define PREPARE(name, version, args)                                                 \

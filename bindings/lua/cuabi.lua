@@ -120,6 +120,11 @@ typedef enum cl_context_flags_enum
   NVCL_CTX_SCHED_YIELD = 2,
   NVCL_CTX_SCHED_BLOCKING_SYNC = 4
 } cl_context_flags;
+typedef enum CUhostTaskSyncMode_enum
+{
+  CU_HOST_TASK_BLOCKING = 0,
+  CU_HOST_TASK_SPINWAIT = 1
+} CUhostTaskSyncMode;
 typedef enum CUstream_flags_enum
 {
   CU_STREAM_DEFAULT = 0,
@@ -142,6 +147,33 @@ typedef enum CUevent_wait_flags_enum
   CU_EVENT_WAIT_DEFAULT = 0,
   CU_EVENT_WAIT_EXTERNAL = 1
 } CUevent_wait_flags;
+typedef enum CUatomicOperation_enum
+{
+  CU_ATOMIC_OPERATION_INTEGER_ADD = 0,
+  CU_ATOMIC_OPERATION_INTEGER_MIN = 1,
+  CU_ATOMIC_OPERATION_INTEGER_MAX = 2,
+  CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3,
+  CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4,
+  CU_ATOMIC_OPERATION_AND = 5,
+  CU_ATOMIC_OPERATION_OR = 6,
+  CU_ATOMIC_OPERATION_XOR = 7,
+  CU_ATOMIC_OPERATION_EXCHANGE = 8,
+  CU_ATOMIC_OPERATION_CAS = 9,
+  CU_ATOMIC_OPERATION_FLOAT_ADD = 10,
+  CU_ATOMIC_OPERATION_FLOAT_MIN = 11,
+  CU_ATOMIC_OPERATION_FLOAT_MAX = 12,
+  CU_ATOMIC_OPERATION_MAX = 13
+} CUatomicOperation;
+typedef enum CUatomicOperationCapability_enum
+{
+  CU_ATOMIC_CAPABILITY_SIGNED = 1,
+  CU_ATOMIC_CAPABILITY_UNSIGNED = 2,
+  CU_ATOMIC_CAPABILITY_REDUCTION = 4,
+  CU_ATOMIC_CAPABILITY_SCALAR_32 = 8,
+  CU_ATOMIC_CAPABILITY_SCALAR_64 = 16,
+  CU_ATOMIC_CAPABILITY_SCALAR_128 = 32,
+  CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 64
+} CUatomicOperationCapability;
 typedef enum CUstreamWaitValue_flags_enum
 {
   CU_STREAM_WAIT_VALUE_GEQ = 0,
@@ -162,6 +194,7 @@ typedef enum CUstreamBatchMemOpType_enum
   CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,
   CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
   CU_STREAM_MEM_OP_BARRIER = 6,
+  CU_STREAM_MEM_OP_ATOMIC_REDUCTION = 8,
   CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3
 } CUstreamBatchMemOpType;
 typedef enum CUstreamMemoryBarrier_flags_enum
@@ -169,6 +202,17 @@ typedef enum CUstreamMemoryBarrier_flags_enum
   CU_STREAM_MEMORY_BARRIER_TYPE_SYS = 0,
   CU_STREAM_MEMORY_BARRIER_TYPE_GPU = 1
 } CUstreamMemoryBarrier_flags;
+typedef enum CUstreamAtomicReductionOpType_enum
+{
+  CU_STREAM_ATOMIC_REDUCTION_OP_OR = 6,
+  CU_STREAM_ATOMIC_REDUCTION_OP_AND = 5,
+  CU_STREAM_ATOMIC_REDUCTION_OP_ADD = 0
+} CUstreamAtomicReductionOpType;
+typedef enum CUstreamAtomicReductionDataType_enum
+{
+  CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_32 = 14,
+  CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_64 = 22
+} CUstreamAtomicReductionDataType;
 typedef union CUstreamBatchMemOpParams_union
 {
   CUstreamBatchMemOpType operation;
@@ -206,6 +250,16 @@ typedef union CUstreamBatchMemOpParams_union
     CUstreamBatchMemOpType operation;
     unsigned int flags;
   } memoryBarrier;
+  struct CUstreamMemOpAtomicReductionParams_st
+  {
+    CUstreamBatchMemOpType operation;
+    unsigned int flags;
+    CUstreamAtomicReductionOpType reductionOp;
+    CUstreamAtomicReductionDataType dataType;
+    CUdeviceptr address;
+    cuuint64_t value;
+    CUdeviceptr alias;
+  } atomicReduction;
   cuuint64_t pad[6];
 } CUstreamBatchMemOpParams_v1;
 typedef CUstreamBatchMemOpParams_v1 CUstreamBatchMemOpParams;
@@ -303,6 +357,20 @@ typedef enum CUarray_format_enum
   CU_AD_FORMAT_YUV444_8bit_SemiPlanar = 180,
   CU_AD_FORMAT_YUV444_16bit_SemiPlanar = 181,
   CU_AD_FORMAT_UNORM_INT_101010_2 = 80,
+  CU_AD_FORMAT_UINT8_PACKED_422 = 81,
+  CU_AD_FORMAT_UINT8_PACKED_444 = 82,
+  CU_AD_FORMAT_UINT8_SEMIPLANAR_420 = 83,
+  CU_AD_FORMAT_UINT16_SEMIPLANAR_420 = 84,
+  CU_AD_FORMAT_UINT8_SEMIPLANAR_422 = 85,
+  CU_AD_FORMAT_UINT16_SEMIPLANAR_422 = 86,
+  CU_AD_FORMAT_UINT8_SEMIPLANAR_444 = 87,
+  CU_AD_FORMAT_UINT16_SEMIPLANAR_444 = 88,
+  CU_AD_FORMAT_UINT8_PLANAR_420 = 89,
+  CU_AD_FORMAT_UINT16_PLANAR_420 = 90,
+  CU_AD_FORMAT_UINT8_PLANAR_422 = 91,
+  CU_AD_FORMAT_UINT16_PLANAR_422 = 92,
+  CU_AD_FORMAT_UINT8_PLANAR_444 = 93,
+  CU_AD_FORMAT_UINT16_PLANAR_444 = 94,
   CU_AD_FORMAT_MAX = 2147483647
 } CUarray_format;
 typedef enum CUaddress_mode_enum
@@ -472,7 +540,21 @@ typedef enum CUdevice_attribute_enum
   CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 145,
   CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146,
   CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED = 147,
-  CU_DEVICE_ATTRIBUTE_MAX = 148
+  CU_DEVICE_ATTRIBUTE_ATOMIC_REDUCTION_SUPPORTED = 148,
+  CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT = 149,
+  CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK = 150,
+  CU_DEVICE_ATTRIBUTE_D3D12_CIG_STREAMS_SUPPORTED = 151,
+  CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED = 152,
+  CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_SUPPORTED = 153,
+  CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_MULTICAST_SUPPORTED = 154,
+  CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED = 155,
+  CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_ACCESS_ON_OWNER_DEVICE_SUPPORTED = 156,
+  CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT = 157,
+  CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES = 158,
+  CU_DEVICE_ATTRIBUTE_VULKAN_CIG_STREAMS_SUPPORTED = 159,
+  CU_DEVICE_ATTRIBUTE_TENSOR_MAP_LARGE_TENSOR_MIN_SIZE = 160,
+  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_LOCALIZED_MEMORY_SUPPORTED = 161,
+  CU_DEVICE_ATTRIBUTE_MAX = 162
 } CUdevice_attribute;
 typedef struct CUdevprop_st
 {
@@ -510,7 +592,8 @@ typedef enum CUpointer_attribute_enum
   CU_POINTER_ATTRIBUTE_MAPPING_SIZE = 18,
   CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19,
   CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID = 20,
-  CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21
+  CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21,
+  CU_POINTER_ATTRIBUTE_LOCALITY_DOMAIN_ORDINAL = 22
 } CUpointer_attribute;
 typedef enum CUfunction_attribute_enum
 {
@@ -530,7 +613,9 @@ typedef enum CUfunction_attribute_enum
   CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,
   CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
   CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15,
-  CU_FUNC_ATTRIBUTE_MAX = 16
+  CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED = 16,
+  CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 17,
+  CU_FUNC_ATTRIBUTE_MAX = 18
 } CUfunction_attribute;
 typedef enum CUfunc_cache_enum
 {
@@ -621,7 +706,8 @@ typedef enum CUjit_option_enum
   CU_JIT_MAX_THREADS_PER_BLOCK = 32,
   CU_JIT_OVERRIDE_DIRECTIVE_VALUES = 33,
   CU_JIT_SPLIT_COMPILE = 34,
-  CU_JIT_NUM_OPTIONS = 35
+  CU_JIT_BINARY_LOADER_THREAD_COUNT = 35,
+  CU_JIT_NUM_OPTIONS = 36
 } CUjit_option;
 typedef enum CUjit_target_enum
 {
@@ -646,17 +732,20 @@ typedef enum CUjit_target_enum
   CU_TARGET_COMPUTE_100 = 100,
   CU_TARGET_COMPUTE_110 = 110,
   CU_TARGET_COMPUTE_103 = 103,
+  CU_TARGET_COMPUTE_107 = 107,
   CU_TARGET_COMPUTE_120 = 120,
   CU_TARGET_COMPUTE_121 = 121,
   CU_TARGET_COMPUTE_90A = 65626,
   CU_TARGET_COMPUTE_100A = 65636,
   CU_TARGET_COMPUTE_110A = 65646,
   CU_TARGET_COMPUTE_103A = 65639,
+  CU_TARGET_COMPUTE_107A = 65643,
   CU_TARGET_COMPUTE_120A = 65656,
   CU_TARGET_COMPUTE_121A = 65657,
   CU_TARGET_COMPUTE_100F = 131172,
   CU_TARGET_COMPUTE_110F = 131182,
   CU_TARGET_COMPUTE_103F = 131175,
+  CU_TARGET_COMPUTE_107F = 131179,
   CU_TARGET_COMPUTE_120F = 131192,
   CU_TARGET_COMPUTE_121F = 131193
 } CUjit_target;
@@ -717,7 +806,8 @@ typedef enum CUlimit_enum
   CU_LIMIT_SHMEM_SIZE = 7,
   CU_LIMIT_CIG_ENABLED = 8,
   CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 9,
-  CU_LIMIT_MAX = 10
+  CU_LIMIT_PER_BLOCK_MEMORY_SIZE = 10,
+  CU_LIMIT_MAX = 11
 } CUlimit;
 typedef enum CUresourcetype_enum
 {
@@ -816,6 +906,12 @@ typedef struct CUDA_HOST_NODE_PARAMS_v2_st
 {
   CUhostFn fn;
   void *userData;
+  unsigned int syncMode;
+  union 
+  {
+    CUcontext ctx;
+    CUgreenCtx gCtx;
+  };
 } CUDA_HOST_NODE_PARAMS_v2;
 typedef enum CUgraphConditionalNodeType_enum
 {
@@ -846,7 +942,11 @@ typedef enum CUgraphNodeType_enum
   CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
   CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
   CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
-  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+  CU_GRAPH_NODE_TYPE_MEMCPY_BATCH = 14,
+  CU_GRAPH_NODE_TYPE_RESERVED_16 = 16,
+  CU_GRAPH_NODE_TYPE_EXTERNAL_ENGINE = 17,
+  CU_GRAPH_NODE_TYPE_FABRIC_CPY_BATCH = 18
 } CUgraphNodeType;
 typedef enum CUgraphDependencyType_enum
 {
@@ -887,7 +987,8 @@ typedef enum CUclusterSchedulingPolicy_enum
 {
   CU_CLUSTER_SCHEDULING_POLICY_DEFAULT = 0,
   CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
-  CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING = 2
+  CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING = 2,
+  CU_CLUSTER_SCHEDULING_POLICY_RUBIN_DSMEM_LOCALITY = 3
 } CUclusterSchedulingPolicy;
 typedef enum CUlaunchMemSyncDomain_enum
 {
@@ -899,6 +1000,20 @@ typedef struct CUlaunchMemSyncDomainMap_st
   unsigned char default_;
   unsigned char remote;
 } CUlaunchMemSyncDomainMap;
+typedef enum CUlaunchAttributePortableClusterMode_enum
+{
+  CU_LAUNCH_PORTABLE_CLUSTER_MODE_DEFAULT = 0,
+  CU_LAUNCH_PORTABLE_CLUSTER_MODE_REQUIRE_PORTABLE = 1,
+  CU_LAUNCH_PORTABLE_CLUSTER_MODE_ALLOW_NON_PORTABLE = 2
+} CUlaunchAttributePortableClusterMode;
+typedef enum CUsharedMemoryMode_enum
+{
+  CU_SHARED_MEMORY_MODE_DEFAULT = 0,
+  CU_SHARED_MEMORY_MODE_REQUIRE_PORTABLE = 1,
+  CU_SHARED_MEMORY_MODE_ALLOW_NON_PORTABLE = 2,
+  CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY = 3,
+  CU_SHARED_MEMORY_MODE_PREFER_OVERSIZED_SHARED_MEMORY = 4
+} CUsharedMemoryMode;
 typedef enum CUlaunchAttributeID_enum
 {
   CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
@@ -916,7 +1031,9 @@ typedef enum CUlaunchAttributeID_enum
   CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = 12,
   CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE = 13,
   CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 14,
-  CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING = 16
+  CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING = 16,
+  CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE = 17,
+  CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE = 18
 } CUlaunchAttributeID;
 typedef union CUlaunchAttributeValue_union
 {
@@ -959,6 +1076,8 @@ typedef union CUlaunchAttributeValue_union
   } deviceUpdatableKernelNode;
   unsigned int sharedMemCarveout;
   unsigned int nvlinkUtilCentricScheduling;
+  CUlaunchAttributePortableClusterMode portableClusterSizeMode;
+  CUsharedMemoryMode sharedMemoryMode;
 } CUlaunchAttributeValue;
 typedef struct CUlaunchAttribute_st
 {
@@ -1044,6 +1163,20 @@ typedef struct CUctxCreateParams_st
   int numExecAffinityParams;
   CUctxCigParam *cigParams;
 } CUctxCreateParams;
+typedef enum CUstreamCigDataType_enum
+{
+  STREAM_CIG_DATA_TYPE_D3D12_COMMAND_LIST = 1,
+  STREAM_CIG_DATA_TYPE_VULKAN_COMMAND_BUFFER_HANDLE_NV = 2
+} CUstreamCigDataType;
+typedef struct CUstreamCigParam_st
+{
+  CUstreamCigDataType streamSharedDataType;
+  void *streamSharedData;
+} CUstreamCigParam;
+typedef struct CUstreamCigCaptureParams_st
+{
+  CUstreamCigParam *streamCigParams;
+} CUstreamCigCaptureParams;
 typedef enum CUlibraryOption_enum
 {
   CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0,
@@ -1071,6 +1204,7 @@ typedef enum cudaError_enum
   CUDA_ERROR_STUB_LIBRARY = 34,
   CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER = 36,
   CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
+  CUDA_ERROR_MULTICAST_RESOURCE_FULL = 47,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_DEVICE_NOT_LICENSED = 102,
@@ -1099,6 +1233,7 @@ typedef enum cudaError_enum
   CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224,
   CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC = 225,
   CUDA_ERROR_CONTAINED = 226,
+  CUDA_ERROR_INSUFFICIENT_LOADER_VERSION = 227,
   CUDA_ERROR_INVALID_SOURCE = 300,
   CUDA_ERROR_FILE_NOT_FOUND = 301,
   CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND = 302,
@@ -1159,6 +1294,9 @@ typedef enum cudaError_enum
   CUDA_ERROR_INVALID_RESOURCE_TYPE = 914,
   CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
   CUDA_ERROR_KEY_ROTATION = 916,
+  CUDA_ERROR_STREAM_DETACHED = 917,
+  CUDA_ERROR_GRAPH_RECAPTURE_FAILURE = 918,
+  CUDA_ERROR_FABRIC_NOT_READY = 919,
   CUDA_ERROR_UNKNOWN = 999,
   CUABI_ERROR_DRIVER_NOT_FOUND = 100001,
   CUABI_ERROR_DRIVER_STUB = 100002,
@@ -1178,33 +1316,6 @@ typedef enum CUdevice_P2PAttribute_enum
   CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 4,
   CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED = 5
 } CUdevice_P2PAttribute;
-typedef enum CUatomicOperation_enum
-{
-  CU_ATOMIC_OPERATION_INTEGER_ADD = 0,
-  CU_ATOMIC_OPERATION_INTEGER_MIN = 1,
-  CU_ATOMIC_OPERATION_INTEGER_MAX = 2,
-  CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3,
-  CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4,
-  CU_ATOMIC_OPERATION_AND = 5,
-  CU_ATOMIC_OPERATION_OR = 6,
-  CU_ATOMIC_OPERATION_XOR = 7,
-  CU_ATOMIC_OPERATION_EXCHANGE = 8,
-  CU_ATOMIC_OPERATION_CAS = 9,
-  CU_ATOMIC_OPERATION_FLOAT_ADD = 10,
-  CU_ATOMIC_OPERATION_FLOAT_MIN = 11,
-  CU_ATOMIC_OPERATION_FLOAT_MAX = 12,
-  CU_ATOMIC_OPERATION_MAX = 13
-} CUatomicOperation;
-typedef enum CUatomicOperationCapability_enum
-{
-  CU_ATOMIC_CAPABILITY_SIGNED = 1,
-  CU_ATOMIC_CAPABILITY_UNSIGNED = 2,
-  CU_ATOMIC_CAPABILITY_REDUCTION = 4,
-  CU_ATOMIC_CAPABILITY_SCALAR_32 = 8,
-  CU_ATOMIC_CAPABILITY_SCALAR_64 = 16,
-  CU_ATOMIC_CAPABILITY_SCALAR_128 = 32,
-  CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 64
-} CUatomicOperationCapability;
 typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 typedef struct CUDA_MEMCPY2D_st
@@ -1489,6 +1600,12 @@ typedef enum CUtensorMapIm2ColWideMode_enum
   CU_TENSOR_MAP_IM2COL_WIDE_MODE_W = 0,
   CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128 = 1
 } CUtensorMapIm2ColWideMode;
+typedef enum CUtensorMapAllocClass_enum
+{
+  CU_TENSOR_MAP_ALLOC_CLASS_AUTO = 0,
+  CU_TENSOR_MAP_ALLOC_CLASS_SMALL = 1,
+  CU_TENSOR_MAP_ALLOC_CLASS_LARGE = 2
+} CUtensorMapAllocClass;
 typedef struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st
 {
   unsigned long long p2pToken;
@@ -1650,6 +1767,11 @@ typedef struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st
   CUexternalSemaphore *extSemArray;
   const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray;
   unsigned int numExtSems;
+  union 
+  {
+    CUcontext ctx;
+    CUgreenCtx gCtx;
+  };
 } CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2;
 typedef struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_st
 {
@@ -1663,6 +1785,11 @@ typedef struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st
   CUexternalSemaphore *extSemArray;
   const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray;
   unsigned int numExtSems;
+  union 
+  {
+    CUcontext ctx;
+    CUgreenCtx gCtx;
+  };
 } CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2;
 typedef unsigned long long CUmemGenericAllocationHandle_v1;
 typedef CUmemGenericAllocationHandle_v1 CUmemGenericAllocationHandle;
@@ -1690,6 +1817,8 @@ typedef enum CUmemLocationType_enum
   CU_MEM_LOCATION_TYPE_HOST = 2,
   CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
   CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
+  CU_MEM_LOCATION_TYPE_INVISIBLE = 5,
+  CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN = 6,
   CU_MEM_LOCATION_TYPE_MAX = 2147483647
 } CUmemLocationType;
 typedef enum CUmemAllocationType_enum
@@ -1771,7 +1900,15 @@ typedef CUarrayMapInfo_v1 CUarrayMapInfo;
 typedef struct CUmemLocation_st
 {
   CUmemLocationType type;
-  int id;
+  union 
+  {
+    int id;
+    struct 
+    {
+      unsigned char deviceId;
+      unsigned char localityDomainId;
+    } localized;
+  };
 } CUmemLocation_v1;
 typedef CUmemLocation_v1 CUmemLocation;
 typedef enum CUmemAllocationCompType_enum
@@ -1841,7 +1978,14 @@ typedef enum CUmemPool_attribute_enum
   CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
   CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
   CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
-  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+  CU_MEMPOOL_ATTR_ALLOCATION_TYPE = 9,
+  CU_MEMPOOL_ATTR_EXPORT_HANDLE_TYPES = 10,
+  CU_MEMPOOL_ATTR_LOCATION_ID = 11,
+  CU_MEMPOOL_ATTR_LOCATION_TYPE = 12,
+  CU_MEMPOOL_ATTR_MAX_POOL_SIZE = 13,
+  CU_MEMPOOL_ATTR_HW_DECOMPRESS_ENABLED = 14,
+  CU_MEMPOOL_ATTR_LOCALITY_DOMAIN_ID = 15
 } CUmemPool_attribute;
 typedef struct CUmemPoolProps_st
 {
@@ -1851,7 +1995,8 @@ typedef struct CUmemPoolProps_st
   void *win32SecurityAttributes;
   size_t maxSize;
   unsigned short usage;
-  unsigned char reserved[54];
+  unsigned char gpuDirectRDMACapable;
+  unsigned char reserved[53];
 } CUmemPoolProps_v1;
 typedef CUmemPoolProps_v1 CUmemPoolProps;
 typedef struct CUmemPoolPtrExportData_st
@@ -1960,7 +2105,8 @@ typedef enum CUgraphMem_attribute_enum
 typedef enum CUgraphChildGraphNodeOwnership_enum
 {
   CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0,
-  CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
+  CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1,
+  CU_GRAPH_CHILD_GRAPH_OWNERSHIP_INVALID = -1
 } CUgraphChildGraphNodeOwnership;
 typedef struct CUDA_CHILD_GRAPH_NODE_PARAMS_st
 {
@@ -1970,11 +2116,46 @@ typedef struct CUDA_CHILD_GRAPH_NODE_PARAMS_st
 typedef struct CUDA_EVENT_RECORD_NODE_PARAMS_st
 {
   CUevent event;
+  union 
+  {
+    CUcontext ctx;
+    CUgreenCtx gCtx;
+  };
 } CUDA_EVENT_RECORD_NODE_PARAMS;
 typedef struct CUDA_EVENT_WAIT_NODE_PARAMS_st
 {
   CUevent event;
 } CUDA_EVENT_WAIT_NODE_PARAMS;
+typedef struct CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st
+{
+  size_t count;
+  CUdeviceptr *dsts;
+  CUdeviceptr *srcs;
+  size_t *sizes;
+  CUmemcpyAttributes *attrs;
+  size_t *attrsIdxs;
+  size_t numAttrs;
+  union 
+  {
+    CUcontext ctx;
+    CUgreenCtx gCtx;
+  };
+} CUDA_MEMCPY_BATCH_NODE_PARAMS_V1;
+typedef CUDA_MEMCPY_BATCH_NODE_PARAMS_V1 CUDA_MEMCPY_BATCH_NODE_PARAMS;
+typedef struct CUDA_FABRIC_COPY_BATCH_OP_st CUDA_FABRIC_COPY_BATCH_OP_v1;
+typedef CUDA_FABRIC_COPY_BATCH_OP_v1 CUDA_FABRIC_COPY_BATCH_OP;
+typedef struct CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st
+{
+  size_t numOps;
+  CUDA_FABRIC_COPY_BATCH_OP *opList;
+  unsigned long long flags;
+  union 
+  {
+    CUcontext ctx;
+    CUgreenCtx gCtx;
+  };
+} CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1;
+typedef CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1 CUDA_FABRIC_CPY_BATCH_NODE_PARAMS;
 typedef struct CUgraphNodeParams_st
 {
   CUgraphNodeType type;
@@ -1995,6 +2176,9 @@ typedef struct CUgraphNodeParams_st
     CUDA_MEM_FREE_NODE_PARAMS free;
     CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 memOp;
     CUDA_CONDITIONAL_NODE_PARAMS conditional;
+    CUDA_MEMCPY_BATCH_NODE_PARAMS_V1 memcpyBatch;
+    CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1 fabricCpyBatch;
+    char asBytes[232];
   };
   long long reserved2;
 } CUgraphNodeParams;
@@ -2035,7 +2219,9 @@ typedef enum CUgraphDebugDot_flags_enum
   CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS = 4096,
   CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS = 8192,
   CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO = 16384,
-  CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 32768
+  CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 32768,
+  CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_BATCH_NODE_PARAMS = 65536,
+  CU_GRAPH_DEBUG_DOT_FLAGS_FABRIC_CPY_BATCH_NODE_PARAMS = 131072
 } CUgraphDebugDot_flags;
 typedef enum CUuserObject_flags_enum
 {
@@ -2062,8 +2248,23 @@ typedef enum CUprocessState_enum
   CU_PROCESS_STATE_RUNNING = 0,
   CU_PROCESS_STATE_LOCKED = 1,
   CU_PROCESS_STATE_CHECKPOINTED = 2,
-  CU_PROCESS_STATE_FAILED = 3
+  CU_PROCESS_STATE_FAILED = 3,
+  CU_PROCESS_STATE_CHECKPOINTING = 4,
+  CU_PROCESS_STATE_RESTORING = 5
 } CUprocessState;
+typedef struct CUcheckpointCustomStoragePerDeviceData_st
+{
+  CUdeviceptr devPtr;
+  size_t size;
+  CUstream stream;
+} CUcheckpointCustomStoragePerDeviceData;
+typedef struct CUIcheckpointOperation_st *CUcheckpointOperationHandle;
+typedef struct CUcheckpointCustomStorageInfo_st
+{
+  CUcheckpointOperationHandle handle;
+  CUcheckpointCustomStoragePerDeviceData *perDeviceData;
+  unsigned int deviceCount;
+} CUcheckpointCustomStorageInfo;
 typedef struct CUcheckpointLockArgs_st
 {
   unsigned int timeoutMs;
@@ -2072,7 +2273,8 @@ typedef struct CUcheckpointLockArgs_st
 } CUcheckpointLockArgs;
 typedef struct CUcheckpointCheckpointArgs_st
 {
-  cuuint64_t reserved[8];
+  CUcheckpointCustomStorageInfo **customStorageInfo_out;
+  char reserved[56];
 } CUcheckpointCheckpointArgs;
 typedef struct CUcheckpointGpuPair_st
 {
@@ -2083,8 +2285,9 @@ typedef struct CUcheckpointRestoreArgs_st
 {
   CUcheckpointGpuPair *gpuPairs;
   unsigned int gpuPairsCount;
-  char reserved[44];
-  cuuint64_t reserved1;
+  unsigned int padding0;
+  CUcheckpointCustomStorageInfo **customStorageInfo_out;
+  char reserved[40];
 } CUcheckpointRestoreArgs;
 typedef struct CUcheckpointUnlockArgs_st
 {
@@ -2112,6 +2315,94 @@ typedef struct CUmemDecompressParams_st
   CUmemDecompressAlgorithm algo;
   unsigned char padding[20];
 } CUmemDecompressParams;
+typedef enum CUcliqueType_enum
+{
+  CU_CLIQUE_TYPE_UNICAST_POINTER = 0,
+  CU_CLIQUE_TYPE_MULTICAST_POINTER = 1,
+  CU_CLIQUE_TYPE_UNICAST_LOGICAL_ENDPOINT = 2,
+  CU_CLIQUE_TYPE_MULTICAST_LOGICAL_ENDPOINT = 3
+} CUcliqueType;
+typedef struct CUcliqueInfo_st
+{
+  CUcliqueType type;
+  unsigned int id;
+} CUcliqueInfo;
+typedef cuuint32_t CUlogicalEndpointId;
+typedef enum CUlogicalEndpointIpcHandleType_enum
+{
+  CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE = 0,
+  CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC = 1
+} CUlogicalEndpointIpcHandleType;
+typedef struct CUlogicalEndpointFabricHandle_st
+{
+  unsigned char data[64];
+} CUlogicalEndpointFabricHandle;
+typedef enum CUlogicalEndpointType_enum
+{
+  CU_LOGICAL_ENDPOINT_TYPE_INVALID = 0,
+  CU_LOGICAL_ENDPOINT_TYPE_UNICAST = 1,
+  CU_LOGICAL_ENDPOINT_TYPE_MULTICAST = 2
+} CUlogicalEndpointType;
+typedef enum CUlogicalEndpointFlag_enum
+{
+  CU_LOGICAL_ENDPOINT_FLAG_NONE = 0,
+  CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS = 1
+} CUlogicalEndpointFlag;
+typedef struct CUlogicalEndpointProp_struct
+{
+  CUlogicalEndpointType type;
+  union 
+  {
+    struct 
+    {
+      CUdevice device;
+    } unicast;
+    struct 
+    {
+      unsigned int numDevices;
+    } multicast;
+  };
+  unsigned long long size;
+  unsigned int ipcHandleTypes;
+  unsigned int flags;
+} CUlogicalEndpointProp;
+typedef enum CUfabricCpyOperandType_enum
+{
+  CU_FABRIC_COPY_OPERAND_TYPE_POINTER = 1,
+  CU_FABRIC_COPY_OPERAND_TYPE_LOGICAL_ENDPOINT = 2,
+  CU_FABRIC_COPY_OPERAND_TYPE_MAX = 2147483647
+} CUfabricCpyOperandType;
+typedef struct CUfabricCpyOperand_st
+{
+  CUfabricCpyOperandType type;
+  union 
+  {
+    struct 
+    {
+      CUdeviceptr ptr;
+      CUmemLocation locHint;
+    } ptr;
+    struct 
+    {
+      CUlogicalEndpointId id;
+      cuuint64_t offset;
+    } le;
+  } op;
+} CUfabricCpyOperand;
+struct CUDA_FABRIC_COPY_BATCH_OP_st
+{
+  CUfabricCpyOperand src;
+  CUfabricCpyOperand dst;
+  size_t size;
+  unsigned int flags;
+};
+typedef enum CUgraphRecaptureStatus_enum
+{
+  CU_GRAPH_RECAPTURE_ELIGIBLE_FOR_UPDATE = 0,
+  CU_GRAPH_RECAPTURE_INELIGIBLE_FOR_UPDATE = 1,
+  CU_GRAPH_RECAPTURE_ERROR = 2
+} CUgraphRecaptureStatus;
+typedef CUresult (*CUgraphRecaptureCallback)(void *data, CUgraphNode node, const CUgraphNodeParams *originalParams, const CUgraphNodeParams *recaptureParams, CUgraphRecaptureStatus status);
 typedef enum CUfunctionLoadingState_enum
 {
   CU_FUNCTION_LOADING_STATE_UNLOADED = 0,
@@ -2138,29 +2429,72 @@ typedef enum CUCoredumpGenerationFlags
   CU_COREDUMP_SKIP_LOCAL_MEMORY = 8,
   CU_COREDUMP_SKIP_ABORT = 16,
   CU_COREDUMP_SKIP_CONSTBANK_MEMORY = 32,
-  CU_COREDUMP_LIGHTWEIGHT_FLAGS = 47
+  CU_COREDUMP_GZIP_COMPRESS = 64,
+  CU_COREDUMP_FAULTED_CONTEXTS_ONLY = 128,
+  CU_COREDUMP_SKIP_TENSOR_MEMORY = 256,
+  CU_COREDUMP_NO_ERRBAR_AT_EXIT = 1073741824,
+  CU_COREDUMP_LOG_ONLY = 2147483648,
+  CU_COREDUMP_LIGHTWEIGHT_FLAGS = 303
 } CUCoredumpGenerationFlags;
+typedef struct CUcoredumpCallbackEntry_st *CUcoredumpCallbackHandle;
+typedef void (*CUcoredumpStatusCallback)(void *userData, int pid, CUdevice dev);
 typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
 typedef enum 
 {
+  CU_GREEN_CTX_NONE = 0,
   CU_GREEN_CTX_DEFAULT_STREAM = 1
 } CUgreenCtxCreate_flags;
 typedef enum 
 {
+  CU_DEV_SM_RESOURCE_GROUP_DEFAULT = 0,
+  CU_DEV_SM_RESOURCE_GROUP_BACKFILL = 1,
+  CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID = 2,
+  CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_SUPPLEMENTAL_SMS = 4
+} CUdevSmResourceGroup_flags;
+typedef enum 
+{
   CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 1,
   CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 2
-} CUdevSmResourceSplit_flags;
+} CUdevSmResourceSplitByCount_flags;
 typedef enum 
 {
   CU_DEV_RESOURCE_TYPE_INVALID = 0,
-  CU_DEV_RESOURCE_TYPE_SM = 1
+  CU_DEV_RESOURCE_TYPE_SM = 1,
+  CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG = 1000,
+  CU_DEV_RESOURCE_TYPE_WORKQUEUE = 10000
 } CUdevResourceType;
 typedef struct CUdevSmResource_st
 {
   unsigned int smCount;
   unsigned int minSmPartitionSize;
   unsigned int smCoscheduledAlignment;
+  unsigned int flags;
+  unsigned int localityDomainId;
 } CUdevSmResource;
+typedef enum 
+{
+  CU_WORKQUEUE_SCOPE_DEVICE_CTX = 0,
+  CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED = 1
+} CUdevWorkqueueConfigScope;
+typedef struct CUdevWorkqueueConfigResource_st
+{
+  CUdevice device;
+  unsigned int wqConcurrencyLimit;
+  CUdevWorkqueueConfigScope sharingScope;
+} CUdevWorkqueueConfigResource;
+typedef struct CUdevWorkqueueResource_st
+{
+  unsigned char reserved[40];
+} CUdevWorkqueueResource;
+typedef struct CU_DEV_SM_RESOURCE_GROUP_PARAMS_st
+{
+  unsigned int smCount;
+  unsigned int coscheduledSmCount;
+  unsigned int preferredCoscheduledSmCount;
+  unsigned int flags;
+  unsigned int localityDomainId;
+  unsigned int reserved[11];
+} CU_DEV_SM_RESOURCE_GROUP_PARAMS;
 typedef struct CUdevResource_st
 {
   CUdevResourceType type;
@@ -2168,8 +2502,11 @@ typedef struct CUdevResource_st
   union 
   {
     CUdevSmResource sm;
-    unsigned char _oversize[48];
+    CUdevWorkqueueConfigResource wqConfig;
+    CUdevWorkqueueResource wq;
+    unsigned char _oversize[40];
   };
+  struct CUdevResource_st *nextResource;
 } CUdevResource_v1;
 typedef CUdevResource_v1 CUdevResource;
 typedef enum CUlogLevel_enum
@@ -2185,10 +2522,11 @@ typedef enum CUoutput_mode_enum
   CU_OUT_KEY_VALUE_PAIR = 0,
   CU_OUT_CSV = 1
 } CUoutput_mode;
+typedef CUdevSmResourceSplitByCount_flags CUdevSmResourceSplit_flags;
 
 /* cuda.h's #define constants */
 enum {
-  CUDA_VERSION = 13000,
+  CUDA_VERSION = 13050,
   CU_IPC_HANDLE_SIZE = 64,
   CU_STREAM_LEGACY = 1,
   CU_STREAM_PER_THREAD = 2,
@@ -2229,6 +2567,7 @@ enum {
   CUDA_NVSCISYNC_ATTR_WAIT = 2,
   CU_MEM_CREATE_USAGE_TILE_POOL = 1,
   CU_MEM_CREATE_USAGE_HW_DECOMPRESS = 2,
+  CU_MEM_CREATE_USAGE_GPU_DIRECT_RDMA_OVER_PCIE = 4,
   CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS = 2,
   CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC = 1,
   CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC = 2,
@@ -2258,6 +2597,7 @@ enum {
   CU_PARAM_TR_DEFAULT = -1,
   CU_DEVICE_CPU = -1,
   CU_DEVICE_INVALID = -2,
+  CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID_ANY = 4294967295,
   RESOURCE_ABI_VERSION = 1,
   RESOURCE_ABI_EXTERNAL_BYTES = 48
 };
@@ -2265,9 +2605,9 @@ enum {
 /* cuabi's own constants (cuabi.h) */
 enum {
   CUABI_VERSION_MAJOR = 1,
-  CUABI_VERSION_MINOR = 0,
+  CUABI_VERSION_MINOR = 1,
   CUABI_VERSION_PATCH = 0,
-  CUABI_VERSION = 65536,
+  CUABI_VERSION = 65792,
   CUABI_DEFAULT_STREAM_LEGACY = 0,
   CUABI_DEFAULT_STREAM_PER_THREAD = 1,
   CUABI_CALL_MAX_PARAMS = 32,
@@ -2306,14 +2646,19 @@ CUresult cuabi_cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUa
 CUresult cuabi_cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUarray array, CUdevice device);
 CUresult cuabi_cuArrayGetPlane(CUarray *pPlaneArray, CUarray hArray, unsigned int planeIdx);
 CUresult cuabi_cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES *sparseProperties, CUarray array);
+CUresult cuabi_cuCheckpointOperationComplete(CUcheckpointOperationHandle handle);
 CUresult cuabi_cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs *args);
 CUresult cuabi_cuCheckpointProcessGetRestoreThreadId(int pid, int *tid);
 CUresult cuabi_cuCheckpointProcessGetState(int pid, CUprocessState *state);
 CUresult cuabi_cuCheckpointProcessLock(int pid, CUcheckpointLockArgs *args);
 CUresult cuabi_cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs *args);
 CUresult cuabi_cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs *args);
+CUresult cuabi_cuCoredumpDeregisterCompleteCallback(CUcoredumpCallbackHandle callback);
+CUresult cuabi_cuCoredumpDeregisterStartCallback(CUcoredumpCallbackHandle callback);
 CUresult cuabi_cuCoredumpGetAttribute(CUcoredumpSettings attrib, void *value, size_t *size);
 CUresult cuabi_cuCoredumpGetAttributeGlobal(CUcoredumpSettings attrib, void *value, size_t *size);
+CUresult cuabi_cuCoredumpRegisterCompleteCallback(CUcoredumpStatusCallback callback, void *userData, CUcoredumpCallbackHandle *callbackOut);
+CUresult cuabi_cuCoredumpRegisterStartCallback(CUcoredumpStatusCallback callback, void *userData, CUcoredumpCallbackHandle *callbackOut);
 CUresult cuabi_cuCoredumpSetAttribute(CUcoredumpSettings attrib, void *value, size_t *size);
 CUresult cuabi_cuCoredumpSetAttributeGlobal(CUcoredumpSettings attrib, void *value, size_t *size);
 CUresult cuabi_cuCtxAttach(CUcontext *pctx, unsigned int flags);
@@ -2350,16 +2695,20 @@ CUresult cuabi_cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent);
 CUresult cuabi_cuDestroyExternalMemory(CUexternalMemory extMem);
 CUresult cuabi_cuDestroyExternalSemaphore(CUexternalSemaphore extSem);
 CUresult cuabi_cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources, unsigned int nbResources);
+CUresult cuabi_cuDevSmResourceSplit(CUdevResource *result, unsigned int nbGroups, const CUdevResource *input, CUdevResource *remainder, unsigned int flags, CU_DEV_SM_RESOURCE_GROUP_PARAMS *groupParams);
 CUresult cuabi_cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups, const CUdevResource *input, CUdevResource *remaining, unsigned int useFlags, unsigned int minCount);
 CUresult cuabi_cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
 CUresult cuabi_cuDeviceComputeCapability(int *major, int *minor, CUdevice dev);
 CUresult cuabi_cuDeviceGet(CUdevice *device, int ordinal);
 CUresult cuabi_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev);
 CUresult cuabi_cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId);
+CUresult cuabi_cuDeviceGetCliqueCount(size_t *count, CUdevice dev);
+CUresult cuabi_cuDeviceGetCliqueInfo(CUcliqueInfo *cliqueInfo, size_t *count, CUdevice dev);
 CUresult cuabi_cuDeviceGetCount(int *count);
 CUresult cuabi_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
 CUresult cuabi_cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type);
 CUresult cuabi_cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev);
+CUresult cuabi_cuDeviceGetFabricClusterUuid(CUuuid *uuid, CUdevice dev);
 CUresult cuabi_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 CUresult cuabi_cuDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const CUatomicOperation *operations, unsigned int count, CUdevice dev);
 CUresult cuabi_cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev);
@@ -2393,10 +2742,12 @@ CUresult cuabi_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned
 CUresult cuabi_cuEventSynchronize(CUevent hEvent);
 CUresult cuabi_cuExternalMemoryGetMappedBuffer(CUdeviceptr *devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc);
 CUresult cuabi_cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray *mipmap, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *mipmapDesc);
+CUresult cuabi_cuFabricCpyBatchAsync(size_t numOps, CUDA_FABRIC_COPY_BATCH_OP *opList, unsigned long long flags, CUstream hStream);
 CUresult cuabi_cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope);
 CUresult cuabi_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
 CUresult cuabi_cuFuncGetModule(CUmodule *hmod, CUfunction hfunc);
 CUresult cuabi_cuFuncGetName(const char **name, CUfunction hfunc);
+CUresult cuabi_cuFuncGetParamCount(CUfunction func, size_t *paramCount);
 CUresult cuabi_cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
 CUresult cuabi_cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function);
 CUresult cuabi_cuFuncLoad(CUfunction function);
@@ -2424,6 +2775,7 @@ CUresult cuabi_cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, c
 CUresult cuabi_cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
 CUresult cuabi_cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
 CUresult cuabi_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams);
+CUresult cuabi_cuGraphAddNode_v3(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams);
 CUresult cuabi_cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams_out);
 CUresult cuabi_cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
@@ -2445,6 +2797,7 @@ CUresult cuabi_cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphN
 CUresult cuabi_cuGraphExecExternalSemaphoresSignalNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphExecExternalSemaphoresWaitNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags);
+CUresult cuabi_cuGraphExecGetId(CUgraphExec hGraphExec, unsigned int *graphId);
 CUresult cuabi_cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
@@ -2456,6 +2809,7 @@ CUresult cuabi_cuGraphExternalSemaphoresSignalNodeSetParams(CUgraphNode hNode, c
 CUresult cuabi_cuGraphExternalSemaphoresWaitNodeGetParams(CUgraphNode hNode, CUDA_EXT_SEM_WAIT_NODE_PARAMS *params_out);
 CUresult cuabi_cuGraphExternalSemaphoresWaitNodeSetParams(CUgraphNode hNode, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges);
+CUresult cuabi_cuGraphGetId(CUgraph hGraph, unsigned int *graphId);
 CUresult cuabi_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
 CUresult cuabi_cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes);
 CUresult cuabi_cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams);
@@ -2475,12 +2829,17 @@ CUresult cuabi_cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D
 CUresult cuabi_cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams);
 CUresult cuabi_cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph);
+CUresult cuabi_cuGraphNodeGetContainingGraph(CUgraphNode hNode, CUgraph *phGraph);
 CUresult cuabi_cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies);
 CUresult cuabi_cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes);
 CUresult cuabi_cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled);
+CUresult cuabi_cuGraphNodeGetLocalId(CUgraphNode hNode, unsigned int *nodeId);
+CUresult cuabi_cuGraphNodeGetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+CUresult cuabi_cuGraphNodeGetToolsId(CUgraphNode hNode, unsigned long long *toolsNodeId);
 CUresult cuabi_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type);
 CUresult cuabi_cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled);
 CUresult cuabi_cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+CUresult cuabi_cuGraphNodeSetParams_v2(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
 CUresult cuabi_cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count);
 CUresult cuabi_cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies);
 CUresult cuabi_cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags);
@@ -2511,6 +2870,7 @@ CUresult cuabi_cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkern
 CUresult cuabi_cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
 CUresult cuabi_cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
 CUresult cuabi_cuKernelGetName(const char **name, CUkernel hfunc);
+CUresult cuabi_cuKernelGetParamCount(CUkernel kernel, size_t *paramCount);
 CUresult cuabi_cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
 CUresult cuabi_cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
 CUresult cuabi_cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev);
@@ -2520,6 +2880,7 @@ CUresult cuabi_cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchPa
 CUresult cuabi_cuLaunchGrid(CUfunction f, int grid_width, int grid_height);
 CUresult cuabi_cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream);
 CUresult cuabi_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
+CUresult cuabi_cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData, unsigned int syncMode);
 CUresult cuabi_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
 CUresult cuabi_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
 CUresult cuabi_cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib);
@@ -2537,6 +2898,18 @@ CUresult cuabi_cuLinkAddFile(CUlinkState state, CUjitInputType type, const char 
 CUresult cuabi_cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
 CUresult cuabi_cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut);
 CUresult cuabi_cuLinkDestroy(CUlinkState state);
+CUresult cuabi_cuLogicalEndpointAddDevice(CUlogicalEndpointId leId, CUdevice dev);
+CUresult cuabi_cuLogicalEndpointBindAddr(CUlogicalEndpointId leId, CUdevice dev, cuuint64_t offset, void *ptr, cuuint64_t size, unsigned long long flags);
+CUresult cuabi_cuLogicalEndpointBindMem(CUlogicalEndpointId leId, CUdevice dev, cuuint64_t offset, CUmemGenericAllocationHandle memHandle, cuuint64_t memOffset, cuuint64_t size, unsigned long long flags);
+CUresult cuabi_cuLogicalEndpointCreate(CUlogicalEndpointId leId, const CUlogicalEndpointProp *prop);
+CUresult cuabi_cuLogicalEndpointDestroy(CUlogicalEndpointId leId);
+CUresult cuabi_cuLogicalEndpointExport(void *handle, CUlogicalEndpointId leId, CUlogicalEndpointIpcHandleType handleType);
+CUresult cuabi_cuLogicalEndpointGetLimits(cuuint64_t *bindAlignment, cuuint64_t *maxSize, const CUlogicalEndpointProp *prop);
+CUresult cuabi_cuLogicalEndpointIdRelease(CUlogicalEndpointId baseLeId, cuuint32_t count);
+CUresult cuabi_cuLogicalEndpointIdReserve(CUlogicalEndpointId *baseLeId, cuuint32_t count);
+CUresult cuabi_cuLogicalEndpointImport(CUlogicalEndpointId leId, const void *handle, CUlogicalEndpointIpcHandleType handleType);
+CUresult cuabi_cuLogicalEndpointQuery(CUlogicalEndpointId leId, cuuint32_t count, int *queryStatus);
+CUresult cuabi_cuLogicalEndpointUnbind(CUlogicalEndpointId leId, CUdevice dev, cuuint64_t offset, cuuint64_t size);
 CUresult cuabi_cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags);
 CUresult cuabi_cuLogsDumpToFile(CUlogIterator *iterator, const char *pathToFile, unsigned int flags);
 CUresult cuabi_cuLogsDumpToMemory(CUlogIterator *iterator, char *buffer, size_t *size, unsigned int flags);
@@ -2566,6 +2939,7 @@ CUresult cuabi_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 CUresult cuabi_cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
 CUresult cuabi_cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType, unsigned long long flags);
 CUresult cuabi_cuMemGetInfo(size_t *free, size_t *total);
+CUresult cuabi_cuMemGetLocationInfo(CUdeviceptr ptr, size_t size, size_t summaryGranularity, size_t samplingGranularity, CUmemLocation *location_out);
 CUresult cuabi_cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 CUresult cuabi_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
 CUresult cuabi_cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags);
@@ -2604,6 +2978,7 @@ CUresult cuabi_cuMemcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
 CUresult cuabi_cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream);
 CUresult cuabi_cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy);
 CUresult cuabi_cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream);
+CUresult cuabi_cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *op, unsigned long long flags, CUstream hStream);
 CUresult cuabi_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
 CUresult cuabi_cuMemcpyAtoA(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount);
 CUresult cuabi_cuMemcpyAtoD(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount);
@@ -2621,6 +2996,7 @@ CUresult cuabi_cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t B
 CUresult cuabi_cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream);
 CUresult cuabi_cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount);
 CUresult cuabi_cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream);
+CUresult cuabi_cuMemcpyWithAttributesAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, CUmemcpyAttributes *attr, CUstream hStream);
 CUresult cuabi_cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N);
 CUresult cuabi_cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
 CUresult cuabi_cuMemsetD2D16(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height);
@@ -2652,7 +3028,9 @@ CUresult cuabi_cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin);
 CUresult cuabi_cuModuleUnload(CUmodule hmod);
 CUresult cuabi_cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev);
 CUresult cuabi_cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr, size_t size, unsigned long long flags);
+CUresult cuabi_cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, CUdeviceptr memptr, size_t size, unsigned long long flags);
 CUresult cuabi_cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags);
+CUresult cuabi_cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags);
 CUresult cuabi_cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop);
 CUresult cuabi_cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop, CUmulticastGranularity_flags option);
 CUresult cuabi_cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size);
@@ -2679,16 +3057,20 @@ CUresult cuabi_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, 
 CUresult cuabi_cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags);
 CUresult cuabi_cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags);
 CUresult cuabi_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuabi_cuStreamBeginCaptureToCig(CUstream hStream, CUstreamCigCaptureParams *streamCigCaptureParams);
 CUresult cuabi_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode);
+CUresult cuabi_cuStreamBeginRecaptureToGraph(CUstream hStream, CUstreamCaptureMode mode, CUgraph hGraph, CUgraphRecaptureCallback callbackFunc, void *userData);
 CUresult cuabi_cuStreamCopyAttributes(CUstream dst, CUstream src);
 CUresult cuabi_cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuabi_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority);
 CUresult cuabi_cuStreamDestroy(CUstream hStream);
 CUresult cuabi_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+CUresult cuabi_cuStreamEndCaptureToCig(CUstream hStream);
 CUresult cuabi_cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out);
 CUresult cuabi_cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 CUresult cuabi_cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
 CUresult cuabi_cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx);
+CUresult cuabi_cuStreamGetDevResource(CUstream hStream, CUdevResource *resource, CUdevResourceType type);
 CUresult cuabi_cuStreamGetDevice(CUstream hStream, CUdevice *device);
 CUresult cuabi_cuStreamGetFlags(CUstream hStream, unsigned int *flags);
 CUresult cuabi_cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx);
@@ -2713,6 +3095,7 @@ CUresult cuabi_cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataTy
 CUresult cuabi_cuTensorMapEncodeIm2colWide(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, int pixelBoxLowerCornerWidth, int pixelBoxUpperCornerWidth, cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
 CUresult cuabi_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides, const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
 CUresult cuabi_cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress);
+CUresult cuabi_cuTensorMapSetAllocationClass(CUtensorMap *tensorMap, CUtensorMapAllocClass allocClass, CUtensorMapAllocClass *outAllocClass);
 CUresult cuabi_cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc);
 CUresult cuabi_cuTexObjectDestroy(CUtexObject texObject);
 CUresult cuabi_cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject);
@@ -2759,7 +3142,7 @@ if not ok then
         .. "the dynamic loader finds it, or set CUABI_LIBRARY=/abs/path/libcuabi.so.1", 0)
 end
 
-local M = { C = C, ffi = ffi, CUDA_HEADERS_VERSION = 13000 }
+local M = { C = C, ffi = ffi, CUDA_HEADERS_VERSION = 13050 }
 
 function M.error_name(rc) return ffi.string(C.cuabi_error_name(rc)) end
 function M.error_string(rc) return ffi.string(C.cuabi_error_string(rc)) end
@@ -2796,14 +3179,19 @@ local entry_points = {
   cuArrayGetMemoryRequirements = true,
   cuArrayGetPlane = true,
   cuArrayGetSparseProperties = true,
+  cuCheckpointOperationComplete = true,
   cuCheckpointProcessCheckpoint = true,
   cuCheckpointProcessGetRestoreThreadId = true,
   cuCheckpointProcessGetState = true,
   cuCheckpointProcessLock = true,
   cuCheckpointProcessRestore = true,
   cuCheckpointProcessUnlock = true,
+  cuCoredumpDeregisterCompleteCallback = true,
+  cuCoredumpDeregisterStartCallback = true,
   cuCoredumpGetAttribute = true,
   cuCoredumpGetAttributeGlobal = true,
+  cuCoredumpRegisterCompleteCallback = true,
+  cuCoredumpRegisterStartCallback = true,
   cuCoredumpSetAttribute = true,
   cuCoredumpSetAttributeGlobal = true,
   cuCtxAttach = true,
@@ -2840,16 +3228,20 @@ local entry_points = {
   cuDestroyExternalMemory = true,
   cuDestroyExternalSemaphore = true,
   cuDevResourceGenerateDesc = true,
+  cuDevSmResourceSplit = true,
   cuDevSmResourceSplitByCount = true,
   cuDeviceCanAccessPeer = true,
   cuDeviceComputeCapability = true,
   cuDeviceGet = true,
   cuDeviceGetAttribute = true,
   cuDeviceGetByPCIBusId = true,
+  cuDeviceGetCliqueCount = true,
+  cuDeviceGetCliqueInfo = true,
   cuDeviceGetCount = true,
   cuDeviceGetDefaultMemPool = true,
   cuDeviceGetDevResource = true,
   cuDeviceGetExecAffinitySupport = true,
+  cuDeviceGetFabricClusterUuid = true,
   cuDeviceGetGraphMemAttribute = true,
   cuDeviceGetHostAtomicCapabilities = true,
   cuDeviceGetLuid = true,
@@ -2883,10 +3275,12 @@ local entry_points = {
   cuEventSynchronize = true,
   cuExternalMemoryGetMappedBuffer = true,
   cuExternalMemoryGetMappedMipmappedArray = true,
+  cuFabricCpyBatchAsync = true,
   cuFlushGPUDirectRDMAWrites = true,
   cuFuncGetAttribute = true,
   cuFuncGetModule = true,
   cuFuncGetName = true,
+  cuFuncGetParamCount = true,
   cuFuncGetParamInfo = true,
   cuFuncIsLoaded = true,
   cuFuncLoad = true,
@@ -2914,6 +3308,7 @@ local entry_points = {
   cuGraphAddMemcpyNode = true,
   cuGraphAddMemsetNode = true,
   cuGraphAddNode = true,
+  cuGraphAddNode_v3 = true,
   cuGraphBatchMemOpNodeGetParams = true,
   cuGraphBatchMemOpNodeSetParams = true,
   cuGraphChildGraphNodeGetGraph = true,
@@ -2935,6 +3330,7 @@ local entry_points = {
   cuGraphExecExternalSemaphoresSignalNodeSetParams = true,
   cuGraphExecExternalSemaphoresWaitNodeSetParams = true,
   cuGraphExecGetFlags = true,
+  cuGraphExecGetId = true,
   cuGraphExecHostNodeSetParams = true,
   cuGraphExecKernelNodeSetParams = true,
   cuGraphExecMemcpyNodeSetParams = true,
@@ -2946,6 +3342,7 @@ local entry_points = {
   cuGraphExternalSemaphoresWaitNodeGetParams = true,
   cuGraphExternalSemaphoresWaitNodeSetParams = true,
   cuGraphGetEdges = true,
+  cuGraphGetId = true,
   cuGraphGetNodes = true,
   cuGraphGetRootNodes = true,
   cuGraphHostNodeGetParams = true,
@@ -2965,12 +3362,17 @@ local entry_points = {
   cuGraphMemsetNodeGetParams = true,
   cuGraphMemsetNodeSetParams = true,
   cuGraphNodeFindInClone = true,
+  cuGraphNodeGetContainingGraph = true,
   cuGraphNodeGetDependencies = true,
   cuGraphNodeGetDependentNodes = true,
   cuGraphNodeGetEnabled = true,
+  cuGraphNodeGetLocalId = true,
+  cuGraphNodeGetParams = true,
+  cuGraphNodeGetToolsId = true,
   cuGraphNodeGetType = true,
   cuGraphNodeSetEnabled = true,
   cuGraphNodeSetParams = true,
+  cuGraphNodeSetParams_v2 = true,
   cuGraphReleaseUserObject = true,
   cuGraphRemoveDependencies = true,
   cuGraphRetainUserObject = true,
@@ -3001,6 +3403,7 @@ local entry_points = {
   cuKernelGetFunction = true,
   cuKernelGetLibrary = true,
   cuKernelGetName = true,
+  cuKernelGetParamCount = true,
   cuKernelGetParamInfo = true,
   cuKernelSetAttribute = true,
   cuKernelSetCacheConfig = true,
@@ -3010,6 +3413,7 @@ local entry_points = {
   cuLaunchGrid = true,
   cuLaunchGridAsync = true,
   cuLaunchHostFunc = true,
+  cuLaunchHostFunc_v2 = true,
   cuLaunchKernel = true,
   cuLaunchKernelEx = true,
   cuLibraryEnumerateKernels = true,
@@ -3027,6 +3431,18 @@ local entry_points = {
   cuLinkComplete = true,
   cuLinkCreate = true,
   cuLinkDestroy = true,
+  cuLogicalEndpointAddDevice = true,
+  cuLogicalEndpointBindAddr = true,
+  cuLogicalEndpointBindMem = true,
+  cuLogicalEndpointCreate = true,
+  cuLogicalEndpointDestroy = true,
+  cuLogicalEndpointExport = true,
+  cuLogicalEndpointGetLimits = true,
+  cuLogicalEndpointIdRelease = true,
+  cuLogicalEndpointIdReserve = true,
+  cuLogicalEndpointImport = true,
+  cuLogicalEndpointQuery = true,
+  cuLogicalEndpointUnbind = true,
   cuLogsCurrent = true,
   cuLogsDumpToFile = true,
   cuLogsDumpToMemory = true,
@@ -3056,6 +3472,7 @@ local entry_points = {
   cuMemGetDefaultMemPool = true,
   cuMemGetHandleForAddressRange = true,
   cuMemGetInfo = true,
+  cuMemGetLocationInfo = true,
   cuMemGetMemPool = true,
   cuMemHostAlloc = true,
   cuMemHostGetDevicePointer = true,
@@ -3094,6 +3511,7 @@ local entry_points = {
   cuMemcpy3DBatchAsync = true,
   cuMemcpy3DPeer = true,
   cuMemcpy3DPeerAsync = true,
+  cuMemcpy3DWithAttributesAsync = true,
   cuMemcpyAsync = true,
   cuMemcpyAtoA = true,
   cuMemcpyAtoD = true,
@@ -3111,6 +3529,7 @@ local entry_points = {
   cuMemcpyHtoDAsync = true,
   cuMemcpyPeer = true,
   cuMemcpyPeerAsync = true,
+  cuMemcpyWithAttributesAsync = true,
   cuMemsetD16 = true,
   cuMemsetD16Async = true,
   cuMemsetD2D16 = true,
@@ -3142,7 +3561,9 @@ local entry_points = {
   cuModuleUnload = true,
   cuMulticastAddDevice = true,
   cuMulticastBindAddr = true,
+  cuMulticastBindAddr_v2 = true,
   cuMulticastBindMem = true,
+  cuMulticastBindMem_v2 = true,
   cuMulticastCreate = true,
   cuMulticastGetGranularity = true,
   cuMulticastUnbind = true,
@@ -3169,16 +3590,20 @@ local entry_points = {
   cuStreamAttachMemAsync = true,
   cuStreamBatchMemOp = true,
   cuStreamBeginCapture = true,
+  cuStreamBeginCaptureToCig = true,
   cuStreamBeginCaptureToGraph = true,
+  cuStreamBeginRecaptureToGraph = true,
   cuStreamCopyAttributes = true,
   cuStreamCreate = true,
   cuStreamCreateWithPriority = true,
   cuStreamDestroy = true,
   cuStreamEndCapture = true,
+  cuStreamEndCaptureToCig = true,
   cuStreamGetAttribute = true,
   cuStreamGetCaptureInfo = true,
   cuStreamGetCtx = true,
   cuStreamGetCtx_v2 = true,
+  cuStreamGetDevResource = true,
   cuStreamGetDevice = true,
   cuStreamGetFlags = true,
   cuStreamGetGreenCtx = true,
@@ -3203,6 +3628,7 @@ local entry_points = {
   cuTensorMapEncodeIm2colWide = true,
   cuTensorMapEncodeTiled = true,
   cuTensorMapReplaceAddress = true,
+  cuTensorMapSetAllocationClass = true,
   cuTexObjectCreate = true,
   cuTexObjectDestroy = true,
   cuTexObjectGetResourceDesc = true,

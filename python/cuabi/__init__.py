@@ -13,7 +13,7 @@ driver on the first driver call, NVRTC on the first compilation.
 ``python -m cuabi`` prints a diagnostic report.
 """
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 # public name -> (submodule, attribute); resolved on first access (PEP 562)
 _LAZY = {

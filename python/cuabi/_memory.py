@@ -652,7 +652,7 @@ class MemoryPool(Resource):
         props = bytearray(_POOL_PROPS.size)
         _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_NONE,
                               CU_MEM_LOCATION_TYPE_DEVICE, ctx.device.device_id, 0,
-                              _nbytes(max_size, "max_size"), 0, b"")
+                              _nbytes(max_size, "max_size"), 0, b"", b"")
         self._h = _d.cuMemPoolCreate(props)
         ctx._adopt(self)
         if release_threshold is not None:

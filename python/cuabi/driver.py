@@ -19,7 +19,7 @@ from ._driver_support import address as _address, bind as _bind, check as _check
 from ._driver_support import cstring as _cstring, cstr_at as _cstr_at, fast as _fast
 from ._driver_support import raise_for as _raise
 
-CUDA_HEADERS_VERSION = 13000
+CUDA_HEADERS_VERSION = 13050
 
 
 def _mk_cuArray3DCreate(_fn, _b, _chk):
@@ -221,6 +221,27 @@ def _mk_cuArrayGetSparseProperties(_fn, _b, _chk):
     return cuArrayGetSparseProperties
 
 
+def _mk_cuCheckpointOperationComplete(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuCheckpointOperationComplete(handle):
+        """cuCheckpointOperationComplete(handle) -> None
+
+        Calls the driver's cuCheckpointOperationComplete (ABI version 13040): CUresult cuCheckpointOperationComplete(CUcheckpointOperationHandle handle).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if handle.__class__ is not int: handle, _k0 = _address(handle)
+        elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
+        try:
+            _rc = _fn(handle)
+        except _AE as _e:
+            raise TypeError('cuCheckpointOperationComplete: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuCheckpointOperationComplete')
+
+    return cuCheckpointOperationComplete
+
+
 def _mk_cuCheckpointProcessCheckpoint(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -363,6 +384,48 @@ def _mk_cuCheckpointProcessUnlock(_fn, _b, _chk):
     return cuCheckpointProcessUnlock
 
 
+def _mk_cuCoredumpDeregisterCompleteCallback(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuCoredumpDeregisterCompleteCallback(callback):
+        """cuCoredumpDeregisterCompleteCallback(callback) -> None
+
+        Calls the driver's cuCoredumpDeregisterCompleteCallback (ABI version 13020): CUresult cuCoredumpDeregisterCompleteCallback(CUcoredumpCallbackHandle callback).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if callback.__class__ is not int: callback, _k0 = _address(callback)
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
+        try:
+            _rc = _fn(callback)
+        except _AE as _e:
+            raise TypeError('cuCoredumpDeregisterCompleteCallback: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuCoredumpDeregisterCompleteCallback')
+
+    return cuCoredumpDeregisterCompleteCallback
+
+
+def _mk_cuCoredumpDeregisterStartCallback(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuCoredumpDeregisterStartCallback(callback):
+        """cuCoredumpDeregisterStartCallback(callback) -> None
+
+        Calls the driver's cuCoredumpDeregisterStartCallback (ABI version 13020): CUresult cuCoredumpDeregisterStartCallback(CUcoredumpCallbackHandle callback).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if callback.__class__ is not int: callback, _k0 = _address(callback)
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
+        try:
+            _rc = _fn(callback)
+        except _AE as _e:
+            raise TypeError('cuCoredumpDeregisterStartCallback: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuCoredumpDeregisterStartCallback')
+
+    return cuCoredumpDeregisterStartCallback
+
+
 def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
@@ -425,6 +488,66 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
         return _o0[0]
 
     return cuCoredumpGetAttributeGlobal
+
+
+def _mk_cuCoredumpRegisterCompleteCallback(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['p']
+    _tls = _b.cells('cuCoredumpRegisterCompleteCallback')
+
+    def cuCoredumpRegisterCompleteCallback(callback, userData):
+        """cuCoredumpRegisterCompleteCallback(callback, userData) -> callbackOut (CUcoredumpCallbackHandle)
+
+        Calls the driver's cuCoredumpRegisterCompleteCallback (ABI version 13020): CUresult cuCoredumpRegisterCompleteCallback(CUcoredumpStatusCallback callback, void *userData, CUcoredumpCallbackHandle *callbackOut).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if callback.__class__ is not int: callback, _k0 = _address(callback)
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
+        if userData.__class__ is not int: userData, _k1 = _address(userData)
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(callback, userData, _o0)
+        except _AE as _e:
+            raise TypeError('cuCoredumpRegisterCompleteCallback: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuCoredumpRegisterCompleteCallback')
+        return _o0[0]
+
+    return _fast('cuCoredumpRegisterCompleteCallback', cuCoredumpRegisterCompleteCallback, '(callback, userData)') or cuCoredumpRegisterCompleteCallback
+
+
+def _mk_cuCoredumpRegisterStartCallback(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['p']
+    _tls = _b.cells('cuCoredumpRegisterStartCallback')
+
+    def cuCoredumpRegisterStartCallback(callback, userData):
+        """cuCoredumpRegisterStartCallback(callback, userData) -> callbackOut (CUcoredumpCallbackHandle)
+
+        Calls the driver's cuCoredumpRegisterStartCallback (ABI version 13020): CUresult cuCoredumpRegisterStartCallback(CUcoredumpStatusCallback callback, void *userData, CUcoredumpCallbackHandle *callbackOut).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if callback.__class__ is not int: callback, _k0 = _address(callback)
+        elif _chk and not 0 <= callback <= 18446744073709551615: _check('p', callback, 'callback')
+        if userData.__class__ is not int: userData, _k1 = _address(userData)
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(callback, userData, _o0)
+        except _AE as _e:
+            raise TypeError('cuCoredumpRegisterStartCallback: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuCoredumpRegisterStartCallback')
+        return _o0[0]
+
+    return _fast('cuCoredumpRegisterStartCallback', cuCoredumpRegisterStartCallback, '(callback, userData)') or cuCoredumpRegisterStartCallback
 
 
 def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
@@ -1302,6 +1425,35 @@ def _mk_cuDevResourceGenerateDesc(_fn, _b, _chk):
     return _fast('cuDevResourceGenerateDesc', cuDevResourceGenerateDesc, '(resources, nbResources)') or cuDevResourceGenerateDesc
 
 
+def _mk_cuDevSmResourceSplit(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuDevSmResourceSplit(result, nbGroups, input, remainder, flags, groupParams):
+        """cuDevSmResourceSplit(result, nbGroups, input, remainder, flags, groupParams) -> None
+
+        Calls the driver's cuDevSmResourceSplit (ABI version 13010): CUresult cuDevSmResourceSplit(CUdevResource *result, unsigned int nbGroups, const CUdevResource *input, CUdevResource *remainder, unsigned int flags, CU_DEV_SM_RESOURCE_GROUP_PARAMS *groupParams).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if result.__class__ is not int: result, _k0 = _address(result)
+        elif _chk and not 0 <= result <= 18446744073709551615: _check('p', result, 'result')
+        if _chk and (not 0 <= nbGroups <= 4294967295 or nbGroups.__class__ is not int and not isinstance(nbGroups, int)): _check('I', nbGroups, 'nbGroups')
+        if input.__class__ is not int: input, _k2 = _address(input)
+        elif _chk and not 0 <= input <= 18446744073709551615: _check('p', input, 'input')
+        if remainder.__class__ is not int: remainder, _k3 = _address(remainder)
+        elif _chk and not 0 <= remainder <= 18446744073709551615: _check('p', remainder, 'remainder')
+        if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
+        if groupParams.__class__ is not int: groupParams, _k5 = _address(groupParams)
+        elif _chk and not 0 <= groupParams <= 18446744073709551615: _check('p', groupParams, 'groupParams')
+        try:
+            _rc = _fn(result, nbGroups, input, remainder, flags, groupParams)
+        except _AE as _e:
+            raise TypeError('cuDevSmResourceSplit: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuDevSmResourceSplit')
+
+    return cuDevSmResourceSplit
+
+
 def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
@@ -1480,6 +1632,65 @@ def _mk_cuDeviceGetByPCIBusId(_fn, _b, _chk):
     return _fast('cuDeviceGetByPCIBusId', cuDeviceGetByPCIBusId, '(pciBusId)') or cuDeviceGetByPCIBusId
 
 
+def _mk_cuDeviceGetCliqueCount(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['z']
+    _tls = _b.cells('cuDeviceGetCliqueCount')
+
+    def cuDeviceGetCliqueCount(dev):
+        """cuDeviceGetCliqueCount(dev) -> count (size_t)
+
+        Calls the driver's cuDeviceGetCliqueCount (ABI version 13040): CUresult cuDeviceGetCliqueCount(size_t *count, CUdevice dev).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(_o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetCliqueCount: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuDeviceGetCliqueCount')
+        return _o0[0]
+
+    return _fast('cuDeviceGetCliqueCount', cuDeviceGetCliqueCount, '(dev)') or cuDeviceGetCliqueCount
+
+
+def _mk_cuDeviceGetCliqueInfo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['z']
+    _tls = _b.cells('cuDeviceGetCliqueInfo')
+
+    def cuDeviceGetCliqueInfo(cliqueInfo, count, dev):
+        """cuDeviceGetCliqueInfo(cliqueInfo, count, dev) -> count (size_t)
+
+        Calls the driver's cuDeviceGetCliqueInfo (ABI version 13040): CUresult cuDeviceGetCliqueInfo(CUcliqueInfo *cliqueInfo, size_t *count, CUdevice dev).
+        In-out parameters are passed in and their new value is returned.
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if cliqueInfo.__class__ is not int: cliqueInfo, _k0 = _address(cliqueInfo)
+        elif _chk and not 0 <= cliqueInfo <= 18446744073709551615: _check('p', cliqueInfo, 'cliqueInfo')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        if _chk: _check('z', count, 'count')
+        _o0[0] = count
+        try:
+            _rc = _fn(cliqueInfo, _o0, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetCliqueInfo: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuDeviceGetCliqueInfo')
+        return _o0[0]
+
+    return cuDeviceGetCliqueInfo
+
+
 def _mk_cuDeviceGetCount(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['i']
@@ -1582,6 +1793,28 @@ def _mk_cuDeviceGetExecAffinitySupport(_fn, _b, _chk):
         return _o0[0]
 
     return _fast('cuDeviceGetExecAffinitySupport', cuDeviceGetExecAffinitySupport, '(type, dev)') or cuDeviceGetExecAffinitySupport
+
+
+def _mk_cuDeviceGetFabricClusterUuid(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuDeviceGetFabricClusterUuid(uuid, dev):
+        """cuDeviceGetFabricClusterUuid(uuid, dev) -> None
+
+        Calls the driver's cuDeviceGetFabricClusterUuid (ABI version 13040): CUresult cuDeviceGetFabricClusterUuid(CUuuid *uuid, CUdevice dev).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if uuid.__class__ is not int: uuid, _k0 = _address(uuid)
+        elif _chk and not 0 <= uuid <= 18446744073709551615: _check('p', uuid, 'uuid')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        try:
+            _rc = _fn(uuid, dev)
+        except _AE as _e:
+            raise TypeError('cuDeviceGetFabricClusterUuid: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuDeviceGetFabricClusterUuid')
+
+    return cuDeviceGetFabricClusterUuid
 
 
 def _mk_cuDeviceGetGraphMemAttribute(_fn, _b, _chk):
@@ -2401,6 +2634,31 @@ def _mk_cuExternalMemoryGetMappedMipmappedArray(_fn, _b, _chk):
     return _fast('cuExternalMemoryGetMappedMipmappedArray', cuExternalMemoryGetMappedMipmappedArray, '(extMem, mipmapDesc)') or cuExternalMemoryGetMappedMipmappedArray
 
 
+def _mk_cuFabricCpyBatchAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuFabricCpyBatchAsync(numOps, opList, flags, hStream):
+        """cuFabricCpyBatchAsync(numOps, opList, flags, hStream) -> None
+
+        Calls the driver's cuFabricCpyBatchAsync (ABI version 13050): CUresult cuFabricCpyBatchAsync(size_t numOps, CUDA_FABRIC_COPY_BATCH_OP *opList, unsigned long long flags, CUstream hStream).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= numOps <= 18446744073709551615 or numOps.__class__ is not int and not isinstance(numOps, int)): _check('z', numOps, 'numOps')
+        if opList.__class__ is not int: opList, _k1 = _address(opList)
+        elif _chk and not 0 <= opList <= 18446744073709551615: _check('p', opList, 'opList')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
+        if hStream.__class__ is not int: hStream, _k3 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        try:
+            _rc = _fn(numOps, opList, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuFabricCpyBatchAsync: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuFabricCpyBatchAsync')
+
+    return cuFabricCpyBatchAsync
+
+
 def _mk_cuFlushGPUDirectRDMAWrites(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -2505,6 +2763,34 @@ def _mk_cuFuncGetName(_fn, _b, _chk):
         return _cstr_at(_o0[0])
 
     return cuFuncGetName
+
+
+def _mk_cuFuncGetParamCount(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['z']
+    _tls = _b.cells('cuFuncGetParamCount')
+
+    def cuFuncGetParamCount(func):
+        """cuFuncGetParamCount(func) -> paramCount (size_t)
+
+        Calls the driver's cuFuncGetParamCount (ABI version 13020): CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if func.__class__ is not int: func, _k0 = _address(func)
+        elif _chk and not 0 <= func <= 18446744073709551615: _check('p', func, 'func')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(func, _o0)
+        except _AE as _e:
+            raise TypeError('cuFuncGetParamCount: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuFuncGetParamCount')
+        return _o0[0]
+
+    return _fast('cuFuncGetParamCount', cuFuncGetParamCount, '(func)') or cuFuncGetParamCount
 
 
 def _mk_cuFuncGetParamInfo(_fn, _b, _chk):
@@ -3310,6 +3596,41 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
     return _fast('cuGraphAddNode', cuGraphAddNode, '(hGraph, dependencies, dependencyData, numDependencies, nodeParams)') or cuGraphAddNode
 
 
+def _mk_cuGraphAddNode_v3(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['p']
+    _tls = _b.cells('cuGraphAddNode_v3')
+
+    def cuGraphAddNode_v3(hGraph, dependencies, dependencyData, numDependencies, nodeParams):
+        """cuGraphAddNode_v3(hGraph, dependencies, dependencyData, numDependencies, nodeParams) -> phGraphNode (CUgraphNode)
+
+        Calls the driver's cuGraphAddNode (ABI version 13040): CUresult cuGraphAddNode_v3(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+        if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
+        elif _chk and not 0 <= dependencies <= 18446744073709551615: _check('p', dependencies, 'dependencies')
+        if dependencyData.__class__ is not int: dependencyData, _k3 = _address(dependencyData)
+        elif _chk and not 0 <= dependencyData <= 18446744073709551615: _check('p', dependencyData, 'dependencyData')
+        if _chk and (not 0 <= numDependencies <= 18446744073709551615 or numDependencies.__class__ is not int and not isinstance(numDependencies, int)): _check('z', numDependencies, 'numDependencies')
+        if nodeParams.__class__ is not int: nodeParams, _k5 = _address(nodeParams)
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(_o0, hGraph, dependencies, dependencyData, numDependencies, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphAddNode_v3: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphAddNode_v3')
+        return _o0[0]
+
+    return _fast('cuGraphAddNode_v3', cuGraphAddNode_v3, '(hGraph, dependencies, dependencyData, numDependencies, nodeParams)') or cuGraphAddNode_v3
+
+
 def _mk_cuGraphBatchMemOpNodeGetParams(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -3838,6 +4159,34 @@ def _mk_cuGraphExecGetFlags(_fn, _b, _chk):
     return _fast('cuGraphExecGetFlags', cuGraphExecGetFlags, '(hGraphExec)') or cuGraphExecGetFlags
 
 
+def _mk_cuGraphExecGetId(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['I']
+    _tls = _b.cells('cuGraphExecGetId')
+
+    def cuGraphExecGetId(hGraphExec):
+        """cuGraphExecGetId(hGraphExec) -> graphId (unsigned int)
+
+        Calls the driver's cuGraphExecGetId (ABI version 13010): CUresult cuGraphExecGetId(CUgraphExec hGraphExec, unsigned int *graphId).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
+        elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(hGraphExec, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphExecGetId: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphExecGetId')
+        return _o0[0]
+
+    return _fast('cuGraphExecGetId', cuGraphExecGetId, '(hGraphExec)') or cuGraphExecGetId
+
+
 def _mk_cuGraphExecHostNodeSetParams(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -4119,6 +4468,34 @@ def _mk_cuGraphGetEdges(_fn, _b, _chk):
         return _o0[0]
 
     return cuGraphGetEdges
+
+
+def _mk_cuGraphGetId(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['I']
+    _tls = _b.cells('cuGraphGetId')
+
+    def cuGraphGetId(hGraph):
+        """cuGraphGetId(hGraph) -> graphId (unsigned int)
+
+        Calls the driver's cuGraphGetId (ABI version 13010): CUresult cuGraphGetId(CUgraph hGraph, unsigned int *graphId).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(hGraph, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphGetId: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphGetId')
+        return _o0[0]
+
+    return _fast('cuGraphGetId', cuGraphGetId, '(hGraph)') or cuGraphGetId
 
 
 def _mk_cuGraphGetNodes(_fn, _b, _chk):
@@ -4605,6 +4982,34 @@ def _mk_cuGraphNodeFindInClone(_fn, _b, _chk):
     return _fast('cuGraphNodeFindInClone', cuGraphNodeFindInClone, '(hOriginalNode, hClonedGraph)') or cuGraphNodeFindInClone
 
 
+def _mk_cuGraphNodeGetContainingGraph(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['p']
+    _tls = _b.cells('cuGraphNodeGetContainingGraph')
+
+    def cuGraphNodeGetContainingGraph(hNode):
+        """cuGraphNodeGetContainingGraph(hNode) -> phGraph (CUgraph)
+
+        Calls the driver's cuGraphNodeGetContainingGraph (ABI version 13010): CUresult cuGraphNodeGetContainingGraph(CUgraphNode hNode, CUgraph *phGraph).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetContainingGraph: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphNodeGetContainingGraph')
+        return _o0[0]
+
+    return _fast('cuGraphNodeGetContainingGraph', cuGraphNodeGetContainingGraph, '(hNode)') or cuGraphNodeGetContainingGraph
+
+
 def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
@@ -4705,6 +5110,85 @@ def _mk_cuGraphNodeGetEnabled(_fn, _b, _chk):
     return _fast('cuGraphNodeGetEnabled', cuGraphNodeGetEnabled, '(hGraphExec, hNode)') or cuGraphNodeGetEnabled
 
 
+def _mk_cuGraphNodeGetLocalId(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['I']
+    _tls = _b.cells('cuGraphNodeGetLocalId')
+
+    def cuGraphNodeGetLocalId(hNode):
+        """cuGraphNodeGetLocalId(hNode) -> nodeId (unsigned int)
+
+        Calls the driver's cuGraphNodeGetLocalId (ABI version 13010): CUresult cuGraphNodeGetLocalId(CUgraphNode hNode, unsigned int *nodeId).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetLocalId: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphNodeGetLocalId')
+        return _o0[0]
+
+    return _fast('cuGraphNodeGetLocalId', cuGraphNodeGetLocalId, '(hNode)') or cuGraphNodeGetLocalId
+
+
+def _mk_cuGraphNodeGetParams(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuGraphNodeGetParams(hNode, nodeParams):
+        """cuGraphNodeGetParams(hNode, nodeParams) -> None
+
+        Calls the driver's cuGraphNodeGetParams (ABI version 13020): CUresult cuGraphNodeGetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetParams: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphNodeGetParams')
+
+    return cuGraphNodeGetParams
+
+
+def _mk_cuGraphNodeGetToolsId(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['Q']
+    _tls = _b.cells('cuGraphNodeGetToolsId')
+
+    def cuGraphNodeGetToolsId(hNode):
+        """cuGraphNodeGetToolsId(hNode) -> toolsNodeId (unsigned long long)
+
+        Calls the driver's cuGraphNodeGetToolsId (ABI version 13010): CUresult cuGraphNodeGetToolsId(CUgraphNode hNode, unsigned long long *toolsNodeId).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(hNode, _o0)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeGetToolsId: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphNodeGetToolsId')
+        return _o0[0]
+
+    return _fast('cuGraphNodeGetToolsId', cuGraphNodeGetToolsId, '(hNode)') or cuGraphNodeGetToolsId
+
+
 def _mk_cuGraphNodeGetType(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['I']
@@ -4778,6 +5262,29 @@ def _mk_cuGraphNodeSetParams(_fn, _b, _chk):
             _raise(_rc, 'cuGraphNodeSetParams')
 
     return cuGraphNodeSetParams
+
+
+def _mk_cuGraphNodeSetParams_v2(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuGraphNodeSetParams_v2(hNode, nodeParams):
+        """cuGraphNodeSetParams_v2(hNode, nodeParams) -> None
+
+        Calls the driver's cuGraphNodeSetParams (ABI version 13040): CUresult cuGraphNodeSetParams_v2(CUgraphNode hNode, CUgraphNodeParams *nodeParams).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
+        elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
+        if nodeParams.__class__ is not int: nodeParams, _k1 = _address(nodeParams)
+        elif _chk and not 0 <= nodeParams <= 18446744073709551615: _check('p', nodeParams, 'nodeParams')
+        try:
+            _rc = _fn(hNode, nodeParams)
+        except _AE as _e:
+            raise TypeError('cuGraphNodeSetParams_v2: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuGraphNodeSetParams_v2')
+
+    return cuGraphNodeSetParams_v2
 
 
 def _mk_cuGraphReleaseUserObject(_fn, _b, _chk):
@@ -5553,6 +6060,34 @@ def _mk_cuKernelGetName(_fn, _b, _chk):
     return cuKernelGetName
 
 
+def _mk_cuKernelGetParamCount(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['z']
+    _tls = _b.cells('cuKernelGetParamCount')
+
+    def cuKernelGetParamCount(kernel):
+        """cuKernelGetParamCount(kernel) -> paramCount (size_t)
+
+        Calls the driver's cuKernelGetParamCount (ABI version 13020): CUresult cuKernelGetParamCount(CUkernel kernel, size_t *paramCount).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if kernel.__class__ is not int: kernel, _k0 = _address(kernel)
+        elif _chk and not 0 <= kernel <= 18446744073709551615: _check('p', kernel, 'kernel')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(kernel, _o0)
+        except _AE as _e:
+            raise TypeError('cuKernelGetParamCount: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuKernelGetParamCount')
+        return _o0[0]
+
+    return _fast('cuKernelGetParamCount', cuKernelGetParamCount, '(kernel)') or cuKernelGetParamCount
+
+
 def _mk_cuKernelGetParamInfo(_fn, _b, _chk):
     _AE = _b.ArgumentError
     _n0 = _b.out_types['z']
@@ -5779,6 +6314,32 @@ def _mk_cuLaunchHostFunc(_fn, _b, _chk):
             _raise(_rc, 'cuLaunchHostFunc')
 
     return cuLaunchHostFunc
+
+
+def _mk_cuLaunchHostFunc_v2(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLaunchHostFunc_v2(hStream, fn, userData, syncMode):
+        """cuLaunchHostFunc_v2(hStream, fn, userData, syncMode) -> None
+
+        Calls the driver's cuLaunchHostFunc (ABI version 13010): CUresult cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData, unsigned int syncMode).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if fn.__class__ is not int: fn, _k1 = _address(fn)
+        elif _chk and not 0 <= fn <= 18446744073709551615: _check('p', fn, 'fn')
+        if userData.__class__ is not int: userData, _k2 = _address(userData)
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+        if _chk and (not 0 <= syncMode <= 4294967295 or syncMode.__class__ is not int and not isinstance(syncMode, int)): _check('I', syncMode, 'syncMode')
+        try:
+            _rc = _fn(hStream, fn, userData, syncMode)
+        except _AE as _e:
+            raise TypeError('cuLaunchHostFunc_v2: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLaunchHostFunc_v2')
+
+    return cuLaunchHostFunc_v2
 
 
 def _mk_cuLaunchKernel(_fn, _b, _chk):
@@ -6287,6 +6848,297 @@ def _mk_cuLinkDestroy(_fn, _b, _chk):
             _raise(_rc, 'cuLinkDestroy')
 
     return cuLinkDestroy
+
+
+def _mk_cuLogicalEndpointAddDevice(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointAddDevice(leId, dev):
+        """cuLogicalEndpointAddDevice(leId, dev) -> None
+
+        Calls the driver's cuLogicalEndpointAddDevice (ABI version 13030): CUresult cuLogicalEndpointAddDevice(CUlogicalEndpointId leId, CUdevice dev).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        try:
+            _rc = _fn(leId, dev)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointAddDevice: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointAddDevice')
+
+    return cuLogicalEndpointAddDevice
+
+
+def _mk_cuLogicalEndpointBindAddr(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointBindAddr(leId, dev, offset, ptr, size, flags):
+        """cuLogicalEndpointBindAddr(leId, dev, offset, ptr, size, flags) -> None
+
+        Calls the driver's cuLogicalEndpointBindAddr (ABI version 13030): CUresult cuLogicalEndpointBindAddr(CUlogicalEndpointId leId, CUdevice dev, cuuint64_t offset, void *ptr, cuuint64_t size, unsigned long long flags).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= offset <= 18446744073709551615 or offset.__class__ is not int and not isinstance(offset, int)): _check('Q', offset, 'offset')
+        if ptr.__class__ is not int: ptr, _k3 = _address(ptr)
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('p', ptr, 'ptr')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('Q', size, 'size')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(leId, dev, offset, ptr, size, flags)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointBindAddr: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointBindAddr')
+
+    return cuLogicalEndpointBindAddr
+
+
+def _mk_cuLogicalEndpointBindMem(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointBindMem(leId, dev, offset, memHandle, memOffset, size, flags):
+        """cuLogicalEndpointBindMem(leId, dev, offset, memHandle, memOffset, size, flags) -> None
+
+        Calls the driver's cuLogicalEndpointBindMem (ABI version 13030): CUresult cuLogicalEndpointBindMem(CUlogicalEndpointId leId, CUdevice dev, cuuint64_t offset, CUmemGenericAllocationHandle memHandle, cuuint64_t memOffset, cuuint64_t size, unsigned long long flags).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= offset <= 18446744073709551615 or offset.__class__ is not int and not isinstance(offset, int)): _check('Q', offset, 'offset')
+        if _chk and (not 0 <= memHandle <= 18446744073709551615 or memHandle.__class__ is not int and not isinstance(memHandle, int)): _check('Q', memHandle, 'memHandle')
+        if _chk and (not 0 <= memOffset <= 18446744073709551615 or memOffset.__class__ is not int and not isinstance(memOffset, int)): _check('Q', memOffset, 'memOffset')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('Q', size, 'size')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(leId, dev, offset, memHandle, memOffset, size, flags)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointBindMem: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointBindMem')
+
+    return cuLogicalEndpointBindMem
+
+
+def _mk_cuLogicalEndpointCreate(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointCreate(leId, prop):
+        """cuLogicalEndpointCreate(leId, prop) -> None
+
+        Calls the driver's cuLogicalEndpointCreate (ABI version 13030): CUresult cuLogicalEndpointCreate(CUlogicalEndpointId leId, const CUlogicalEndpointProp *prop).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if prop.__class__ is not int: prop, _k1 = _address(prop)
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        try:
+            _rc = _fn(leId, prop)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointCreate: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointCreate')
+
+    return cuLogicalEndpointCreate
+
+
+def _mk_cuLogicalEndpointDestroy(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointDestroy(leId):
+        """cuLogicalEndpointDestroy(leId) -> None
+
+        Calls the driver's cuLogicalEndpointDestroy (ABI version 13030): CUresult cuLogicalEndpointDestroy(CUlogicalEndpointId leId).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        try:
+            _rc = _fn(leId)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointDestroy: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointDestroy')
+
+    return cuLogicalEndpointDestroy
+
+
+def _mk_cuLogicalEndpointExport(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointExport(handle, leId, handleType):
+        """cuLogicalEndpointExport(handle, leId, handleType) -> None
+
+        Calls the driver's cuLogicalEndpointExport (ABI version 13030): CUresult cuLogicalEndpointExport(void *handle, CUlogicalEndpointId leId, CUlogicalEndpointIpcHandleType handleType).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if handle.__class__ is not int: handle, _k0 = _address(handle)
+        elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+        try:
+            _rc = _fn(handle, leId, handleType)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointExport: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointExport')
+
+    return cuLogicalEndpointExport
+
+
+def _mk_cuLogicalEndpointGetLimits(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['Q']
+    _n1 = _b.out_types['Q']
+    _tls = _b.cells('cuLogicalEndpointGetLimits')
+
+    def cuLogicalEndpointGetLimits(prop):
+        """cuLogicalEndpointGetLimits(prop) -> bindAlignment (cuuint64_t), maxSize (cuuint64_t)
+
+        Calls the driver's cuLogicalEndpointGetLimits (ABI version 13030): CUresult cuLogicalEndpointGetLimits(cuuint64_t *bindAlignment, cuuint64_t *maxSize, const CUlogicalEndpointProp *prop).
+        Returns a tuple of the output parameters, in declaration order.
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if prop.__class__ is not int: prop, _k2 = _address(prop)
+        elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
+        try:
+            _o0, _o1 = _tls.o
+        except AttributeError:
+            _tls.o = (_n0(), _n1())
+            _o0, _o1 = _tls.o
+        try:
+            _rc = _fn(_o0, _o1, prop)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointGetLimits: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointGetLimits')
+        return (_o0[0], _o1[0])
+
+    return cuLogicalEndpointGetLimits
+
+
+def _mk_cuLogicalEndpointIdRelease(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointIdRelease(baseLeId, count):
+        """cuLogicalEndpointIdRelease(baseLeId, count) -> None
+
+        Calls the driver's cuLogicalEndpointIdRelease (ABI version 13030): CUresult cuLogicalEndpointIdRelease(CUlogicalEndpointId baseLeId, cuuint32_t count).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= baseLeId <= 4294967295 or baseLeId.__class__ is not int and not isinstance(baseLeId, int)): _check('I', baseLeId, 'baseLeId')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
+        try:
+            _rc = _fn(baseLeId, count)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointIdRelease: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointIdRelease')
+
+    return cuLogicalEndpointIdRelease
+
+
+def _mk_cuLogicalEndpointIdReserve(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['I']
+    _tls = _b.cells('cuLogicalEndpointIdReserve')
+
+    def cuLogicalEndpointIdReserve(count):
+        """cuLogicalEndpointIdReserve(count) -> baseLeId (CUlogicalEndpointId)
+
+        Calls the driver's cuLogicalEndpointIdReserve (ABI version 13030): CUresult cuLogicalEndpointIdReserve(CUlogicalEndpointId *baseLeId, cuuint32_t count).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(_o0, count)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointIdReserve: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointIdReserve')
+        return _o0[0]
+
+    return _fast('cuLogicalEndpointIdReserve', cuLogicalEndpointIdReserve, '(count)') or cuLogicalEndpointIdReserve
+
+
+def _mk_cuLogicalEndpointImport(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointImport(leId, handle, handleType):
+        """cuLogicalEndpointImport(leId, handle, handleType) -> None
+
+        Calls the driver's cuLogicalEndpointImport (ABI version 13030): CUresult cuLogicalEndpointImport(CUlogicalEndpointId leId, const void *handle, CUlogicalEndpointIpcHandleType handleType).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if handle.__class__ is not int: handle, _k1 = _address(handle)
+        elif _chk and not 0 <= handle <= 18446744073709551615: _check('p', handle, 'handle')
+        if _chk and (not 0 <= handleType <= 4294967295 or handleType.__class__ is not int and not isinstance(handleType, int)): _check('I', handleType, 'handleType')
+        try:
+            _rc = _fn(leId, handle, handleType)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointImport: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointImport')
+
+    return cuLogicalEndpointImport
+
+
+def _mk_cuLogicalEndpointQuery(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['i']
+    _tls = _b.cells('cuLogicalEndpointQuery')
+
+    def cuLogicalEndpointQuery(leId, count):
+        """cuLogicalEndpointQuery(leId, count) -> queryStatus (int)
+
+        Calls the driver's cuLogicalEndpointQuery (ABI version 13030): CUresult cuLogicalEndpointQuery(CUlogicalEndpointId leId, cuuint32_t count, int *queryStatus).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(leId, count, _o0)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointQuery: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointQuery')
+        return _o0[0]
+
+    return _fast('cuLogicalEndpointQuery', cuLogicalEndpointQuery, '(leId, count)') or cuLogicalEndpointQuery
+
+
+def _mk_cuLogicalEndpointUnbind(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuLogicalEndpointUnbind(leId, dev, offset, size):
+        """cuLogicalEndpointUnbind(leId, dev, offset, size) -> None
+
+        Calls the driver's cuLogicalEndpointUnbind (ABI version 13030): CUresult cuLogicalEndpointUnbind(CUlogicalEndpointId leId, CUdevice dev, cuuint64_t offset, cuuint64_t size).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= leId <= 4294967295 or leId.__class__ is not int and not isinstance(leId, int)): _check('I', leId, 'leId')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= offset <= 18446744073709551615 or offset.__class__ is not int and not isinstance(offset, int)): _check('Q', offset, 'offset')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('Q', size, 'size')
+        try:
+            _rc = _fn(leId, dev, offset, size)
+        except _AE as _e:
+            raise TypeError('cuLogicalEndpointUnbind: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuLogicalEndpointUnbind')
+
+    return cuLogicalEndpointUnbind
 
 
 def _mk_cuLogsCurrent(_fn, _b, _chk):
@@ -7089,6 +7941,32 @@ def _mk_cuMemGetInfo(_fn, _b, _chk):
         return (_o0[0], _o1[0])
 
     return cuMemGetInfo
+
+
+def _mk_cuMemGetLocationInfo(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuMemGetLocationInfo(ptr, size, summaryGranularity, samplingGranularity, location_out):
+        """cuMemGetLocationInfo(ptr, size, summaryGranularity, samplingGranularity, location_out) -> None
+
+        Calls the driver's cuMemGetLocationInfo (ABI version 13040): CUresult cuMemGetLocationInfo(CUdeviceptr ptr, size_t size, size_t summaryGranularity, size_t samplingGranularity, CUmemLocation *location_out).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
+        elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= summaryGranularity <= 18446744073709551615 or summaryGranularity.__class__ is not int and not isinstance(summaryGranularity, int)): _check('z', summaryGranularity, 'summaryGranularity')
+        if _chk and (not 0 <= samplingGranularity <= 18446744073709551615 or samplingGranularity.__class__ is not int and not isinstance(samplingGranularity, int)): _check('z', samplingGranularity, 'samplingGranularity')
+        if location_out.__class__ is not int: location_out, _k4 = _address(location_out)
+        elif _chk and not 0 <= location_out <= 18446744073709551615: _check('p', location_out, 'location_out')
+        try:
+            _rc = _fn(ptr, size, summaryGranularity, samplingGranularity, location_out)
+        except _AE as _e:
+            raise TypeError('cuMemGetLocationInfo: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuMemGetLocationInfo')
+
+    return cuMemGetLocationInfo
 
 
 def _mk_cuMemGetMemPool(_fn, _b, _chk):
@@ -8043,6 +8921,30 @@ def _mk_cuMemcpy3DPeerAsync(_fn, _b, _chk):
     return cuMemcpy3DPeerAsync
 
 
+def _mk_cuMemcpy3DWithAttributesAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuMemcpy3DWithAttributesAsync(op, flags, hStream):
+        """cuMemcpy3DWithAttributesAsync(op, flags, hStream) -> None
+
+        Calls the driver's cuMemcpy3DWithAttributesAsync (ABI version 13020): CUresult cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *op, unsigned long long flags, CUstream hStream).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if op.__class__ is not int: op, _k0 = _address(op)
+        elif _chk and not 0 <= op <= 18446744073709551615: _check('p', op, 'op')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
+        if hStream.__class__ is not int: hStream, _k2 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        try:
+            _rc = _fn(op, flags, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpy3DWithAttributesAsync: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuMemcpy3DWithAttributesAsync')
+
+    return cuMemcpy3DWithAttributesAsync
+
+
 def _mk_cuMemcpyAsync(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -8488,6 +9390,34 @@ def _mk_cuMemcpyPeerAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemcpyPeerAsync')
 
     return cuMemcpyPeerAsync
+
+
+def _mk_cuMemcpyWithAttributesAsync(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuMemcpyWithAttributesAsync(dst, src, size, attr, hStream):
+        """cuMemcpyWithAttributesAsync(dst, src, size, attr, hStream) -> None
+
+        Calls the driver's cuMemcpyWithAttributesAsync (ABI version 13020): CUresult cuMemcpyWithAttributesAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, CUmemcpyAttributes *attr, CUstream hStream).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if dst.__class__ is not int: dst, _k0 = _address(dst)
+        elif _chk and not 0 <= dst <= 18446744073709551615: _check('Q', dst, 'dst')
+        if src.__class__ is not int: src, _k1 = _address(src)
+        elif _chk and not 0 <= src <= 18446744073709551615: _check('Q', src, 'src')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if attr.__class__ is not int: attr, _k3 = _address(attr)
+        elif _chk and not 0 <= attr <= 18446744073709551615: _check('p', attr, 'attr')
+        if hStream.__class__ is not int: hStream, _k4 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        try:
+            _rc = _fn(dst, src, size, attr, hStream)
+        except _AE as _e:
+            raise TypeError('cuMemcpyWithAttributesAsync: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuMemcpyWithAttributesAsync')
+
+    return cuMemcpyWithAttributesAsync
 
 
 def _mk_cuMemsetD16(_fn, _b, _chk):
@@ -9301,6 +10231,32 @@ def _mk_cuMulticastBindAddr(_fn, _b, _chk):
     return cuMulticastBindAddr
 
 
+def _mk_cuMulticastBindAddr_v2(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuMulticastBindAddr_v2(mcHandle, dev, mcOffset, memptr, size, flags):
+        """cuMulticastBindAddr_v2(mcHandle, dev, mcOffset, memptr, size, flags) -> None
+
+        Calls the driver's cuMulticastBindAddr (ABI version 13010): CUresult cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, CUdeviceptr memptr, size_t size, unsigned long long flags).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= mcHandle <= 18446744073709551615 or mcHandle.__class__ is not int and not isinstance(mcHandle, int)): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= mcOffset <= 18446744073709551615 or mcOffset.__class__ is not int and not isinstance(mcOffset, int)): _check('z', mcOffset, 'mcOffset')
+        if memptr.__class__ is not int: memptr, _k3 = _address(memptr)
+        elif _chk and not 0 <= memptr <= 18446744073709551615: _check('Q', memptr, 'memptr')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(mcHandle, dev, mcOffset, memptr, size, flags)
+        except _AE as _e:
+            raise TypeError('cuMulticastBindAddr_v2: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuMulticastBindAddr_v2')
+
+    return cuMulticastBindAddr_v2
+
+
 def _mk_cuMulticastBindMem(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -9324,6 +10280,32 @@ def _mk_cuMulticastBindMem(_fn, _b, _chk):
             _raise(_rc, 'cuMulticastBindMem')
 
     return cuMulticastBindMem
+
+
+def _mk_cuMulticastBindMem_v2(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuMulticastBindMem_v2(mcHandle, dev, mcOffset, memHandle, memOffset, size, flags):
+        """cuMulticastBindMem_v2(mcHandle, dev, mcOffset, memHandle, memOffset, size, flags) -> None
+
+        Calls the driver's cuMulticastBindMem (ABI version 13010): CUresult cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if _chk and (not 0 <= mcHandle <= 18446744073709551615 or mcHandle.__class__ is not int and not isinstance(mcHandle, int)): _check('Q', mcHandle, 'mcHandle')
+        if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
+        if _chk and (not 0 <= mcOffset <= 18446744073709551615 or mcOffset.__class__ is not int and not isinstance(mcOffset, int)): _check('z', mcOffset, 'mcOffset')
+        if _chk and (not 0 <= memHandle <= 18446744073709551615 or memHandle.__class__ is not int and not isinstance(memHandle, int)): _check('Q', memHandle, 'memHandle')
+        if _chk and (not 0 <= memOffset <= 18446744073709551615 or memOffset.__class__ is not int and not isinstance(memOffset, int)): _check('z', memOffset, 'memOffset')
+        if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
+        if _chk and (not 0 <= flags <= 18446744073709551615 or flags.__class__ is not int and not isinstance(flags, int)): _check('Q', flags, 'flags')
+        try:
+            _rc = _fn(mcHandle, dev, mcOffset, memHandle, memOffset, size, flags)
+        except _AE as _e:
+            raise TypeError('cuMulticastBindMem_v2: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuMulticastBindMem_v2')
+
+    return cuMulticastBindMem_v2
 
 
 def _mk_cuMulticastCreate(_fn, _b, _chk):
@@ -10004,6 +10986,29 @@ def _mk_cuStreamBeginCapture(_fn, _b, _chk):
     return cuStreamBeginCapture
 
 
+def _mk_cuStreamBeginCaptureToCig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuStreamBeginCaptureToCig(hStream, streamCigCaptureParams):
+        """cuStreamBeginCaptureToCig(hStream, streamCigCaptureParams) -> None
+
+        Calls the driver's cuStreamBeginCaptureToCig (ABI version 13010): CUresult cuStreamBeginCaptureToCig(CUstream hStream, CUstreamCigCaptureParams *streamCigCaptureParams).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if streamCigCaptureParams.__class__ is not int: streamCigCaptureParams, _k1 = _address(streamCigCaptureParams)
+        elif _chk and not 0 <= streamCigCaptureParams <= 18446744073709551615: _check('p', streamCigCaptureParams, 'streamCigCaptureParams')
+        try:
+            _rc = _fn(hStream, streamCigCaptureParams)
+        except _AE as _e:
+            raise TypeError('cuStreamBeginCaptureToCig: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuStreamBeginCaptureToCig')
+
+    return cuStreamBeginCaptureToCig
+
+
 def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -10031,6 +11036,34 @@ def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
             _raise(_rc, 'cuStreamBeginCaptureToGraph')
 
     return cuStreamBeginCaptureToGraph
+
+
+def _mk_cuStreamBeginRecaptureToGraph(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuStreamBeginRecaptureToGraph(hStream, mode, hGraph, callbackFunc, userData):
+        """cuStreamBeginRecaptureToGraph(hStream, mode, hGraph, callbackFunc, userData) -> None
+
+        Calls the driver's cuStreamBeginRecaptureToGraph (ABI version 13030): CUresult cuStreamBeginRecaptureToGraph(CUstream hStream, CUstreamCaptureMode mode, CUgraph hGraph, CUgraphRecaptureCallback callbackFunc, void *userData).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if _chk and (not 0 <= mode <= 4294967295 or mode.__class__ is not int and not isinstance(mode, int)): _check('I', mode, 'mode')
+        if hGraph.__class__ is not int: hGraph, _k2 = _address(hGraph)
+        elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
+        if callbackFunc.__class__ is not int: callbackFunc, _k3 = _address(callbackFunc)
+        elif _chk and not 0 <= callbackFunc <= 18446744073709551615: _check('p', callbackFunc, 'callbackFunc')
+        if userData.__class__ is not int: userData, _k4 = _address(userData)
+        elif _chk and not 0 <= userData <= 18446744073709551615: _check('p', userData, 'userData')
+        try:
+            _rc = _fn(hStream, mode, hGraph, callbackFunc, userData)
+        except _AE as _e:
+            raise TypeError('cuStreamBeginRecaptureToGraph: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuStreamBeginRecaptureToGraph')
+
+    return cuStreamBeginRecaptureToGraph
 
 
 def _mk_cuStreamCopyAttributes(_fn, _b, _chk):
@@ -10160,6 +11193,27 @@ def _mk_cuStreamEndCapture(_fn, _b, _chk):
     return _fast('cuStreamEndCapture', cuStreamEndCapture, '(hStream)') or cuStreamEndCapture
 
 
+def _mk_cuStreamEndCaptureToCig(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuStreamEndCaptureToCig(hStream):
+        """cuStreamEndCaptureToCig(hStream) -> None
+
+        Calls the driver's cuStreamEndCaptureToCig (ABI version 13010): CUresult cuStreamEndCaptureToCig(CUstream hStream).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        try:
+            _rc = _fn(hStream)
+        except _AE as _e:
+            raise TypeError('cuStreamEndCaptureToCig: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuStreamEndCaptureToCig')
+
+    return cuStreamEndCaptureToCig
+
+
 def _mk_cuStreamGetAttribute(_fn, _b, _chk):
     _AE = _b.ArgumentError
 
@@ -10276,6 +11330,30 @@ def _mk_cuStreamGetCtx_v2(_fn, _b, _chk):
         return (_o0[0], _o1[0])
 
     return cuStreamGetCtx_v2
+
+
+def _mk_cuStreamGetDevResource(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+
+    def cuStreamGetDevResource(hStream, resource, type):
+        """cuStreamGetDevResource(hStream, resource, type) -> None
+
+        Calls the driver's cuStreamGetDevResource (ABI version 13010): CUresult cuStreamGetDevResource(CUstream hStream, CUdevResource *resource, CUdevResourceType type).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
+        elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
+        if resource.__class__ is not int: resource, _k1 = _address(resource)
+        elif _chk and not 0 <= resource <= 18446744073709551615: _check('p', resource, 'resource')
+        if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
+        try:
+            _rc = _fn(hStream, resource, type)
+        except _AE as _e:
+            raise TypeError('cuStreamGetDevResource: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuStreamGetDevResource')
+
+    return cuStreamGetDevResource
 
 
 def _mk_cuStreamGetDevice(_fn, _b, _chk):
@@ -10924,6 +12002,35 @@ def _mk_cuTensorMapReplaceAddress(_fn, _b, _chk):
             _raise(_rc, 'cuTensorMapReplaceAddress')
 
     return cuTensorMapReplaceAddress
+
+
+def _mk_cuTensorMapSetAllocationClass(_fn, _b, _chk):
+    _AE = _b.ArgumentError
+    _n0 = _b.out_types['I']
+    _tls = _b.cells('cuTensorMapSetAllocationClass')
+
+    def cuTensorMapSetAllocationClass(tensorMap, allocClass):
+        """cuTensorMapSetAllocationClass(tensorMap, allocClass) -> outAllocClass (CUtensorMapAllocClass)
+
+        Calls the driver's cuTensorMapSetAllocationClass (ABI version 13050): CUresult cuTensorMapSetAllocationClass(CUtensorMap *tensorMap, CUtensorMapAllocClass allocClass, CUtensorMapAllocClass *outAllocClass).
+        Raises cuabi.CUDAError (a subclass per CUresult) on failure.
+        """
+        if tensorMap.__class__ is not int: tensorMap, _k0 = _address(tensorMap)
+        elif _chk and not 0 <= tensorMap <= 18446744073709551615: _check('p', tensorMap, 'tensorMap')
+        if _chk and (not 0 <= allocClass <= 4294967295 or allocClass.__class__ is not int and not isinstance(allocClass, int)): _check('I', allocClass, 'allocClass')
+        try:
+            _o0 = _tls.o
+        except AttributeError:
+            _o0 = _tls.o = _n0()
+        try:
+            _rc = _fn(tensorMap, allocClass, _o0)
+        except _AE as _e:
+            raise TypeError('cuTensorMapSetAllocationClass: ' + str(_e)) from None
+        if _rc:
+            _raise(_rc, 'cuTensorMapSetAllocationClass')
+        return _o0[0]
+
+    return _fast('cuTensorMapSetAllocationClass', cuTensorMapSetAllocationClass, '(tensorMap, allocClass)') or cuTensorMapSetAllocationClass
 
 
 def _mk_cuTexObjectCreate(_fn, _b, _chk):
@@ -11880,14 +12987,19 @@ _ENTRY_POINTS = {
     'cuArrayGetMemoryRequirements': (_mk_cuArrayGetMemoryRequirements, 'ppi', '...'),
     'cuArrayGetPlane': (_mk_cuArrayGetPlane, 'ppI', 'p..'),
     'cuArrayGetSparseProperties': (_mk_cuArrayGetSparseProperties, 'pp', '..'),
+    'cuCheckpointOperationComplete': (_mk_cuCheckpointOperationComplete, 'p', '.'),
     'cuCheckpointProcessCheckpoint': (_mk_cuCheckpointProcessCheckpoint, 'ip', '..'),
     'cuCheckpointProcessGetRestoreThreadId': (_mk_cuCheckpointProcessGetRestoreThreadId, 'ip', '.i'),
     'cuCheckpointProcessGetState': (_mk_cuCheckpointProcessGetState, 'ip', '.I'),
     'cuCheckpointProcessLock': (_mk_cuCheckpointProcessLock, 'ip', '..'),
     'cuCheckpointProcessRestore': (_mk_cuCheckpointProcessRestore, 'ip', '..'),
     'cuCheckpointProcessUnlock': (_mk_cuCheckpointProcessUnlock, 'ip', '..'),
+    'cuCoredumpDeregisterCompleteCallback': (_mk_cuCoredumpDeregisterCompleteCallback, 'p', '.'),
+    'cuCoredumpDeregisterStartCallback': (_mk_cuCoredumpDeregisterStartCallback, 'p', '.'),
     'cuCoredumpGetAttribute': (_mk_cuCoredumpGetAttribute, 'Ipp', '..z'),
     'cuCoredumpGetAttributeGlobal': (_mk_cuCoredumpGetAttributeGlobal, 'Ipp', '..z'),
+    'cuCoredumpRegisterCompleteCallback': (_mk_cuCoredumpRegisterCompleteCallback, 'ppp', '..p'),
+    'cuCoredumpRegisterStartCallback': (_mk_cuCoredumpRegisterStartCallback, 'ppp', '..p'),
     'cuCoredumpSetAttribute': (_mk_cuCoredumpSetAttribute, 'Ipp', '..z'),
     'cuCoredumpSetAttributeGlobal': (_mk_cuCoredumpSetAttributeGlobal, 'Ipp', '..z'),
     'cuCtxAttach': (_mk_cuCtxAttach, 'pI', 'p.'),
@@ -11924,16 +13036,20 @@ _ENTRY_POINTS = {
     'cuDestroyExternalMemory': (_mk_cuDestroyExternalMemory, 'p', '.'),
     'cuDestroyExternalSemaphore': (_mk_cuDestroyExternalSemaphore, 'p', '.'),
     'cuDevResourceGenerateDesc': (_mk_cuDevResourceGenerateDesc, 'ppI', 'p..'),
+    'cuDevSmResourceSplit': (_mk_cuDevSmResourceSplit, 'pIppIp', '......'),
     'cuDevSmResourceSplitByCount': (_mk_cuDevSmResourceSplitByCount, 'ppppII', '.I....'),
     'cuDeviceCanAccessPeer': (_mk_cuDeviceCanAccessPeer, 'pii', 'i..'),
     'cuDeviceComputeCapability': (_mk_cuDeviceComputeCapability, 'ppi', 'ii.'),
     'cuDeviceGet': (_mk_cuDeviceGet, 'pi', 'i.'),
     'cuDeviceGetAttribute': (_mk_cuDeviceGetAttribute, 'pIi', 'i..'),
     'cuDeviceGetByPCIBusId': (_mk_cuDeviceGetByPCIBusId, 'pp', 'i.'),
+    'cuDeviceGetCliqueCount': (_mk_cuDeviceGetCliqueCount, 'pi', 'z.'),
+    'cuDeviceGetCliqueInfo': (_mk_cuDeviceGetCliqueInfo, 'ppi', '.z.'),
     'cuDeviceGetCount': (_mk_cuDeviceGetCount, 'p', 'i'),
     'cuDeviceGetDefaultMemPool': (_mk_cuDeviceGetDefaultMemPool, 'pi', 'p.'),
     'cuDeviceGetDevResource': (_mk_cuDeviceGetDevResource, 'ipI', '...'),
     'cuDeviceGetExecAffinitySupport': (_mk_cuDeviceGetExecAffinitySupport, 'pIi', 'i..'),
+    'cuDeviceGetFabricClusterUuid': (_mk_cuDeviceGetFabricClusterUuid, 'pi', '..'),
     'cuDeviceGetGraphMemAttribute': (_mk_cuDeviceGetGraphMemAttribute, 'iIp', '...'),
     'cuDeviceGetHostAtomicCapabilities': (_mk_cuDeviceGetHostAtomicCapabilities, 'ppIi', '....'),
     'cuDeviceGetLuid': (_mk_cuDeviceGetLuid, 'ppi', '.I.'),
@@ -11967,10 +13083,12 @@ _ENTRY_POINTS = {
     'cuEventSynchronize': (_mk_cuEventSynchronize, 'p', '.'),
     'cuExternalMemoryGetMappedBuffer': (_mk_cuExternalMemoryGetMappedBuffer, 'ppp', 'Q..'),
     'cuExternalMemoryGetMappedMipmappedArray': (_mk_cuExternalMemoryGetMappedMipmappedArray, 'ppp', 'p..'),
+    'cuFabricCpyBatchAsync': (_mk_cuFabricCpyBatchAsync, 'zpQp', '....'),
     'cuFlushGPUDirectRDMAWrites': (_mk_cuFlushGPUDirectRDMAWrites, 'II', '..'),
     'cuFuncGetAttribute': (_mk_cuFuncGetAttribute, 'pIp', 'i..'),
     'cuFuncGetModule': (_mk_cuFuncGetModule, 'pp', 'p.'),
     'cuFuncGetName': (_mk_cuFuncGetName, 'pp', 'p.'),
+    'cuFuncGetParamCount': (_mk_cuFuncGetParamCount, 'pp', '.z'),
     'cuFuncGetParamInfo': (_mk_cuFuncGetParamInfo, 'pzpp', '..zz'),
     'cuFuncIsLoaded': (_mk_cuFuncIsLoaded, 'pp', 'I.'),
     'cuFuncLoad': (_mk_cuFuncLoad, 'p', '.'),
@@ -11998,6 +13116,7 @@ _ENTRY_POINTS = {
     'cuGraphAddMemcpyNode': (_mk_cuGraphAddMemcpyNode, 'pppzpp', 'p.....'),
     'cuGraphAddMemsetNode': (_mk_cuGraphAddMemsetNode, 'pppzpp', 'p.....'),
     'cuGraphAddNode': (_mk_cuGraphAddNode, 'ppppzp', 'p.....'),
+    'cuGraphAddNode_v3': (_mk_cuGraphAddNode_v3, 'ppppzp', 'p.....'),
     'cuGraphBatchMemOpNodeGetParams': (_mk_cuGraphBatchMemOpNodeGetParams, 'pp', '..'),
     'cuGraphBatchMemOpNodeSetParams': (_mk_cuGraphBatchMemOpNodeSetParams, 'pp', '..'),
     'cuGraphChildGraphNodeGetGraph': (_mk_cuGraphChildGraphNodeGetGraph, 'pp', '.p'),
@@ -12019,6 +13138,7 @@ _ENTRY_POINTS = {
     'cuGraphExecExternalSemaphoresSignalNodeSetParams': (_mk_cuGraphExecExternalSemaphoresSignalNodeSetParams, 'ppp', '...'),
     'cuGraphExecExternalSemaphoresWaitNodeSetParams': (_mk_cuGraphExecExternalSemaphoresWaitNodeSetParams, 'ppp', '...'),
     'cuGraphExecGetFlags': (_mk_cuGraphExecGetFlags, 'pp', '.Q'),
+    'cuGraphExecGetId': (_mk_cuGraphExecGetId, 'pp', '.I'),
     'cuGraphExecHostNodeSetParams': (_mk_cuGraphExecHostNodeSetParams, 'ppp', '...'),
     'cuGraphExecKernelNodeSetParams': (_mk_cuGraphExecKernelNodeSetParams, 'ppp', '...'),
     'cuGraphExecMemcpyNodeSetParams': (_mk_cuGraphExecMemcpyNodeSetParams, 'pppp', '....'),
@@ -12030,6 +13150,7 @@ _ENTRY_POINTS = {
     'cuGraphExternalSemaphoresWaitNodeGetParams': (_mk_cuGraphExternalSemaphoresWaitNodeGetParams, 'pp', '..'),
     'cuGraphExternalSemaphoresWaitNodeSetParams': (_mk_cuGraphExternalSemaphoresWaitNodeSetParams, 'pp', '..'),
     'cuGraphGetEdges': (_mk_cuGraphGetEdges, 'ppppp', '....z'),
+    'cuGraphGetId': (_mk_cuGraphGetId, 'pp', '.I'),
     'cuGraphGetNodes': (_mk_cuGraphGetNodes, 'ppp', '..z'),
     'cuGraphGetRootNodes': (_mk_cuGraphGetRootNodes, 'ppp', '..z'),
     'cuGraphHostNodeGetParams': (_mk_cuGraphHostNodeGetParams, 'pp', '..'),
@@ -12049,12 +13170,17 @@ _ENTRY_POINTS = {
     'cuGraphMemsetNodeGetParams': (_mk_cuGraphMemsetNodeGetParams, 'pp', '..'),
     'cuGraphMemsetNodeSetParams': (_mk_cuGraphMemsetNodeSetParams, 'pp', '..'),
     'cuGraphNodeFindInClone': (_mk_cuGraphNodeFindInClone, 'ppp', 'p..'),
+    'cuGraphNodeGetContainingGraph': (_mk_cuGraphNodeGetContainingGraph, 'pp', '.p'),
     'cuGraphNodeGetDependencies': (_mk_cuGraphNodeGetDependencies, 'pppp', '...z'),
     'cuGraphNodeGetDependentNodes': (_mk_cuGraphNodeGetDependentNodes, 'pppp', '...z'),
     'cuGraphNodeGetEnabled': (_mk_cuGraphNodeGetEnabled, 'ppp', '..I'),
+    'cuGraphNodeGetLocalId': (_mk_cuGraphNodeGetLocalId, 'pp', '.I'),
+    'cuGraphNodeGetParams': (_mk_cuGraphNodeGetParams, 'pp', '..'),
+    'cuGraphNodeGetToolsId': (_mk_cuGraphNodeGetToolsId, 'pp', '.Q'),
     'cuGraphNodeGetType': (_mk_cuGraphNodeGetType, 'pp', '.I'),
     'cuGraphNodeSetEnabled': (_mk_cuGraphNodeSetEnabled, 'ppI', '...'),
     'cuGraphNodeSetParams': (_mk_cuGraphNodeSetParams, 'pp', '..'),
+    'cuGraphNodeSetParams_v2': (_mk_cuGraphNodeSetParams_v2, 'pp', '..'),
     'cuGraphReleaseUserObject': (_mk_cuGraphReleaseUserObject, 'ppI', '...'),
     'cuGraphRemoveDependencies': (_mk_cuGraphRemoveDependencies, 'ppppz', '.....'),
     'cuGraphRetainUserObject': (_mk_cuGraphRetainUserObject, 'ppII', '....'),
@@ -12085,6 +13211,7 @@ _ENTRY_POINTS = {
     'cuKernelGetFunction': (_mk_cuKernelGetFunction, 'pp', 'p.'),
     'cuKernelGetLibrary': (_mk_cuKernelGetLibrary, 'pp', 'p.'),
     'cuKernelGetName': (_mk_cuKernelGetName, 'pp', 'p.'),
+    'cuKernelGetParamCount': (_mk_cuKernelGetParamCount, 'pp', '.z'),
     'cuKernelGetParamInfo': (_mk_cuKernelGetParamInfo, 'pzpp', '..zz'),
     'cuKernelSetAttribute': (_mk_cuKernelSetAttribute, 'Iipi', '....'),
     'cuKernelSetCacheConfig': (_mk_cuKernelSetCacheConfig, 'pIi', '...'),
@@ -12094,6 +13221,7 @@ _ENTRY_POINTS = {
     'cuLaunchGrid': (_mk_cuLaunchGrid, 'pii', '...'),
     'cuLaunchGridAsync': (_mk_cuLaunchGridAsync, 'piip', '....'),
     'cuLaunchHostFunc': (_mk_cuLaunchHostFunc, 'ppp', '...'),
+    'cuLaunchHostFunc_v2': (_mk_cuLaunchHostFunc_v2, 'pppI', '....'),
     'cuLaunchKernel': (_mk_cuLaunchKernel, 'pIIIIIIIppp', '...........'),
     'cuLaunchKernelEx': (_mk_cuLaunchKernelEx, 'pppp', '....'),
     'cuLibraryEnumerateKernels': (_mk_cuLibraryEnumerateKernels, 'pIp', '...'),
@@ -12111,6 +13239,18 @@ _ENTRY_POINTS = {
     'cuLinkComplete': (_mk_cuLinkComplete, 'ppp', '.pz'),
     'cuLinkCreate': (_mk_cuLinkCreate, 'Ippp', '...p'),
     'cuLinkDestroy': (_mk_cuLinkDestroy, 'p', '.'),
+    'cuLogicalEndpointAddDevice': (_mk_cuLogicalEndpointAddDevice, 'Ii', '..'),
+    'cuLogicalEndpointBindAddr': (_mk_cuLogicalEndpointBindAddr, 'IiQpQQ', '......'),
+    'cuLogicalEndpointBindMem': (_mk_cuLogicalEndpointBindMem, 'IiQQQQQ', '.......'),
+    'cuLogicalEndpointCreate': (_mk_cuLogicalEndpointCreate, 'Ip', '..'),
+    'cuLogicalEndpointDestroy': (_mk_cuLogicalEndpointDestroy, 'I', '.'),
+    'cuLogicalEndpointExport': (_mk_cuLogicalEndpointExport, 'pII', '...'),
+    'cuLogicalEndpointGetLimits': (_mk_cuLogicalEndpointGetLimits, 'ppp', 'QQ.'),
+    'cuLogicalEndpointIdRelease': (_mk_cuLogicalEndpointIdRelease, 'II', '..'),
+    'cuLogicalEndpointIdReserve': (_mk_cuLogicalEndpointIdReserve, 'pI', 'I.'),
+    'cuLogicalEndpointImport': (_mk_cuLogicalEndpointImport, 'IpI', '...'),
+    'cuLogicalEndpointQuery': (_mk_cuLogicalEndpointQuery, 'IIp', '..i'),
+    'cuLogicalEndpointUnbind': (_mk_cuLogicalEndpointUnbind, 'IiQQ', '....'),
     'cuLogsCurrent': (_mk_cuLogsCurrent, 'pI', 'I.'),
     'cuLogsDumpToFile': (_mk_cuLogsDumpToFile, 'ppI', 'I..'),
     'cuLogsDumpToMemory': (_mk_cuLogsDumpToMemory, 'pppI', 'I.z.'),
@@ -12140,6 +13280,7 @@ _ENTRY_POINTS = {
     'cuMemGetDefaultMemPool': (_mk_cuMemGetDefaultMemPool, 'ppI', 'p..'),
     'cuMemGetHandleForAddressRange': (_mk_cuMemGetHandleForAddressRange, 'pQzIQ', '.....'),
     'cuMemGetInfo': (_mk_cuMemGetInfo, 'pp', 'zz'),
+    'cuMemGetLocationInfo': (_mk_cuMemGetLocationInfo, 'Qzzzp', '.....'),
     'cuMemGetMemPool': (_mk_cuMemGetMemPool, 'ppI', 'p..'),
     'cuMemHostAlloc': (_mk_cuMemHostAlloc, 'pzI', 'p..'),
     'cuMemHostGetDevicePointer': (_mk_cuMemHostGetDevicePointer, 'ppI', 'Q..'),
@@ -12178,6 +13319,7 @@ _ENTRY_POINTS = {
     'cuMemcpy3DBatchAsync': (_mk_cuMemcpy3DBatchAsync, 'zpQp', '....'),
     'cuMemcpy3DPeer': (_mk_cuMemcpy3DPeer, 'p', '.'),
     'cuMemcpy3DPeerAsync': (_mk_cuMemcpy3DPeerAsync, 'pp', '..'),
+    'cuMemcpy3DWithAttributesAsync': (_mk_cuMemcpy3DWithAttributesAsync, 'pQp', '...'),
     'cuMemcpyAsync': (_mk_cuMemcpyAsync, 'QQzp', '....'),
     'cuMemcpyAtoA': (_mk_cuMemcpyAtoA, 'pzpzz', '.....'),
     'cuMemcpyAtoD': (_mk_cuMemcpyAtoD, 'Qpzz', '....'),
@@ -12195,6 +13337,7 @@ _ENTRY_POINTS = {
     'cuMemcpyHtoDAsync': (_mk_cuMemcpyHtoDAsync, 'Qpzp', '....'),
     'cuMemcpyPeer': (_mk_cuMemcpyPeer, 'QpQpz', '.....'),
     'cuMemcpyPeerAsync': (_mk_cuMemcpyPeerAsync, 'QpQpzp', '......'),
+    'cuMemcpyWithAttributesAsync': (_mk_cuMemcpyWithAttributesAsync, 'QQzpp', '.....'),
     'cuMemsetD16': (_mk_cuMemsetD16, 'QHz', '...'),
     'cuMemsetD16Async': (_mk_cuMemsetD16Async, 'QHzp', '....'),
     'cuMemsetD2D16': (_mk_cuMemsetD2D16, 'QzHzz', '.....'),
@@ -12226,7 +13369,9 @@ _ENTRY_POINTS = {
     'cuModuleUnload': (_mk_cuModuleUnload, 'p', '.'),
     'cuMulticastAddDevice': (_mk_cuMulticastAddDevice, 'Qi', '..'),
     'cuMulticastBindAddr': (_mk_cuMulticastBindAddr, 'QzQzQ', '.....'),
+    'cuMulticastBindAddr_v2': (_mk_cuMulticastBindAddr_v2, 'QizQzQ', '......'),
     'cuMulticastBindMem': (_mk_cuMulticastBindMem, 'QzQzzQ', '......'),
+    'cuMulticastBindMem_v2': (_mk_cuMulticastBindMem_v2, 'QizQzzQ', '.......'),
     'cuMulticastCreate': (_mk_cuMulticastCreate, 'pp', 'Q.'),
     'cuMulticastGetGranularity': (_mk_cuMulticastGetGranularity, 'ppI', 'z..'),
     'cuMulticastUnbind': (_mk_cuMulticastUnbind, 'Qizz', '....'),
@@ -12253,16 +13398,20 @@ _ENTRY_POINTS = {
     'cuStreamAttachMemAsync': (_mk_cuStreamAttachMemAsync, 'pQzI', '....'),
     'cuStreamBatchMemOp': (_mk_cuStreamBatchMemOp, 'pIpI', '....'),
     'cuStreamBeginCapture': (_mk_cuStreamBeginCapture, 'pI', '..'),
+    'cuStreamBeginCaptureToCig': (_mk_cuStreamBeginCaptureToCig, 'pp', '..'),
     'cuStreamBeginCaptureToGraph': (_mk_cuStreamBeginCaptureToGraph, 'ppppzI', '......'),
+    'cuStreamBeginRecaptureToGraph': (_mk_cuStreamBeginRecaptureToGraph, 'pIppp', '.....'),
     'cuStreamCopyAttributes': (_mk_cuStreamCopyAttributes, 'pp', '..'),
     'cuStreamCreate': (_mk_cuStreamCreate, 'pI', 'p.'),
     'cuStreamCreateWithPriority': (_mk_cuStreamCreateWithPriority, 'pIi', 'p..'),
     'cuStreamDestroy': (_mk_cuStreamDestroy, 'p', '.'),
     'cuStreamEndCapture': (_mk_cuStreamEndCapture, 'pp', '.p'),
+    'cuStreamEndCaptureToCig': (_mk_cuStreamEndCaptureToCig, 'p', '.'),
     'cuStreamGetAttribute': (_mk_cuStreamGetAttribute, 'pIp', '...'),
     'cuStreamGetCaptureInfo': (_mk_cuStreamGetCaptureInfo, 'ppppppp', '.IQpppz'),
     'cuStreamGetCtx': (_mk_cuStreamGetCtx, 'pp', '.p'),
     'cuStreamGetCtx_v2': (_mk_cuStreamGetCtx_v2, 'ppp', '.pp'),
+    'cuStreamGetDevResource': (_mk_cuStreamGetDevResource, 'ppI', '...'),
     'cuStreamGetDevice': (_mk_cuStreamGetDevice, 'pp', '.i'),
     'cuStreamGetFlags': (_mk_cuStreamGetFlags, 'pp', '.I'),
     'cuStreamGetGreenCtx': (_mk_cuStreamGetGreenCtx, 'pp', '.p'),
@@ -12287,6 +13436,7 @@ _ENTRY_POINTS = {
     'cuTensorMapEncodeIm2colWide': (_mk_cuTensorMapEncodeIm2colWide, 'pIIpppiiIIpIIIII', '................'),
     'cuTensorMapEncodeTiled': (_mk_cuTensorMapEncodeTiled, 'pIIpppppIIII', '............'),
     'cuTensorMapReplaceAddress': (_mk_cuTensorMapReplaceAddress, 'pp', '..'),
+    'cuTensorMapSetAllocationClass': (_mk_cuTensorMapSetAllocationClass, 'pIp', '..I'),
     'cuTexObjectCreate': (_mk_cuTexObjectCreate, 'pppp', 'Q...'),
     'cuTexObjectDestroy': (_mk_cuTexObjectDestroy, 'Q', '.'),
     'cuTexObjectGetResourceDesc': (_mk_cuTexObjectGetResourceDesc, 'pQ', '..'),

@@ -155,9 +155,15 @@ static void errors_init(void)
 static const struct error_name *find_error(CUresult code)
 {
     pthread_once(&errors_once, errors_init);
-    /* A pretended driver older than 13.0 does not know the two newest codes. */
+    /* A pretended driver does not know the codes of a newer CUDA: 13.0's two newest,
+     * and the five 13.5 added. */
     if (fake_settings()->driver_version < 13000 &&
         (code == CUDA_ERROR_TENSOR_MEMORY_LEAK || code == CUDA_ERROR_KEY_ROTATION))
+        return NULL;
+    if (fake_settings()->driver_version < 13050 &&
+        (code == CUDA_ERROR_MULTICAST_RESOURCE_FULL || code == CUDA_ERROR_INSUFFICIENT_LOADER_VERSION ||
+         code == CUDA_ERROR_STREAM_DETACHED || code == CUDA_ERROR_GRAPH_RECAPTURE_FAILURE ||
+         code == CUDA_ERROR_FABRIC_NOT_READY))
         return NULL;
     for (unsigned i = 0; i < error_count; i++)
         if (errors[i].value == (long long)code)

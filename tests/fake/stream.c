@@ -408,6 +408,15 @@ static CUresult fake_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userD
     return r;
 }
 
+/* CUDA 13.1's form: how the driver waits for the function; everything here runs at once. */
+static CUresult fake_cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData,
+                                         unsigned int syncMode)
+{
+    if (syncMode != CU_HOST_TASK_BLOCKING && syncMode != CU_HOST_TASK_SPINWAIT)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fake_cuLaunchHostFunc(hStream, fn, userData);
+}
+
 /* -------------------------------------------------------------- capture */
 
 static void graph_destroy(struct fake_object *self)
@@ -1022,6 +1031,8 @@ const struct fake_impl fake_impls_stream[] = {
     FAKE_IMPL_PT("cuStreamGetCtx", 12050, fake_cuStreamGetCtx),
     FAKE_IMPL("cuLaunchHostFunc", 10000, fake_cuLaunchHostFunc),
     FAKE_IMPL_PT("cuLaunchHostFunc", 10000, fake_cuLaunchHostFunc),
+    FAKE_IMPL("cuLaunchHostFunc", 13010, fake_cuLaunchHostFunc_v2),
+    FAKE_IMPL_PT("cuLaunchHostFunc", 13010, fake_cuLaunchHostFunc_v2),
     FAKE_IMPL("cuStreamBeginCapture", 10010, fake_cuStreamBeginCapture),
     FAKE_IMPL_PT("cuStreamBeginCapture", 10010, fake_cuStreamBeginCapture),
     FAKE_IMPL("cuStreamEndCapture", 10000, fake_cuStreamEndCapture),

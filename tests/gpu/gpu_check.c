@@ -50,10 +50,29 @@ static const struct entry entries[] = {
 #undef CUABI_ENTRY
 };
 
+/* The version nodes: entry points [first, first + count) come from that CUDA version. */
+static const struct {
+    const char *name;
+    int cuda_version;
+    size_t first, count;
+} nodes[] = {
+#define CUABI_NODE(name, cuda_version, first, count) { name, cuda_version, first, count },
+#include "entry_nodes.h"
+#undef CUABI_NODE
+};
+
 static void resolve_all(void)
 {
     int per_thread = cuabi_default_stream_mode();
-    size_t count = sizeof entries / sizeof entries[0];
+    int driver = 0;
+    if (cuabi_driver_version(&driver) != CUDA_SUCCESS)
+        driver = 0;
+    /* The entry points of the nodes whose CUDA version this driver has; the newer ones
+     * answer DRIVER_TOO_OLD or ENTRY_POINT_NOT_FOUND (tests/newer_entry_points.c). */
+    size_t count = 0;
+    for (size_t n = 0; n < sizeof nodes / sizeof nodes[0]; n++)
+        if (nodes[n].cuda_version <= driver && nodes[n].first == count)
+            count += nodes[n].count;
     size_t resolved = 0;
     for (size_t i = 0; i < count; i++) {
         void *fn = NULL;
@@ -67,9 +86,10 @@ static void resolve_all(void)
             printf("not resolved: %s (%s v%d): %s\n", entries[i].name, entries[i].driver_name,
                    version, cuabi_error_name(r));
     }
-    printf("resolved %zu of %zu entry points (%s default stream)\n", resolved, count,
-           per_thread ? "per-thread" : "legacy");
-    /* Every entry point of cuda.h 13.0 exists in a 13.0 driver. */
+    printf("resolved %zu of %zu entry points (%s default stream; those of the nodes up to "
+           "CUDA %d)\n", resolved, count, per_thread ? "per-thread" : "legacy", driver);
+    /* Every entry point of a node's cuda.h exists in a driver of that CUDA version. */
+    check(count > 0, "a node this driver is new enough for", CUABI_ERROR_DRIVER_TOO_OLD);
     check(resolved == count, "every entry point resolves", CUABI_ERROR_ENTRY_POINT_NOT_FOUND);
 }
 

@@ -12,6 +12,15 @@ through the toolkit's (driver_api.json's cuda_h_symbol, in per-thread mode
 cuda_h_ptds_symbol; a spelling of the other mode, such as cuMemcpy_ptds in legacy
 mode, names that mode's entry point).
 
+cuabi's headers describe the newest CUDA version a version node comes from
+(driver_api.json's cuda_version, 13.5). Against that version's headers the
+comparison goes both ways; a name an older CUDA had and that one dropped, which
+cuabi keeps (driver_api.json's kept_names), is a documented difference. Against
+an older CUDA's headers (13.0's, the CUABI_1.0 node's) it goes one way: every
+macro they define, cuabi's define with the same value, but CUDA_VERSION, which
+is the newest's; what cuabi defines beyond them is the newer CUDA's, which the
+comparison with the newer headers covers.
+
 usage: check_macros.py SOURCE_DIR CUDA_INCLUDE_DIR
 Exits 77 (skipped) where the toolkit's headers are absent.
 """
@@ -106,6 +115,17 @@ def main() -> int:
     docs = (source / "docs" / "abi.md").read_text()
     failures = [f"docs/abi.md does not explain the difference '{example}' ({why})"
                 for example, why in DIFFERENCES.values() if f"`{example}`" not in docs]
+    table = json.loads((source / "include/cuabi/driver_api.json").read_text())
+    ours_version = table["cuda_version"]
+    theirs_version = int(re.search(r"^#define CUDA_VERSION (\d+)",
+                                   (cuda_include / "cuda.h").read_text(), re.M).group(1))
+    newest = theirs_version == ours_version
+    if theirs_version > ours_version:
+        failures.append(f"these are CUDA {theirs_version}'s headers, newer than the CUDA "
+                        f"{ours_version} cuabi describes")
+    kept = {name for name, version in table["kept_names"].items() if version < theirs_version}
+    failures += [f"docs/abi.md does not name {name}, which cuabi keeps from CUDA "
+                 f"{table['kept_names'][name]}" for name in sorted(kept) if f"`{name}`" not in docs]
     toolkit = [f"-I{cuda_include}"]
     cuabi = [f"-I{source}/include/cuabi/compat", f"-I{source}/include", f"-I{cuda_include}"]
     compared = 0
@@ -119,7 +139,7 @@ def main() -> int:
             for name in sorted(set(theirs) - set(ours)):
                 failures.append(f"{label}: {name} is defined by the toolkit's cuda.h, not by cuabi's")
             for name in sorted(set(ours) - set(theirs)):
-                if not allowed(name):
+                if newest and not allowed(name) and name not in kept:
                     failures.append(f"{label}: {name} is defined by cuabi's cuda.h only "
                                     f"(= {ours[name].strip()})")
             for name in sorted(set(ours) & set(theirs)):
@@ -127,13 +147,17 @@ def main() -> int:
                     continue
                 if re.fullmatch(r"cu[A-Z]\w*", name) and ours[name].strip().startswith("cuabi_cu"):
                     continue
+                if not newest and name == "CUDA_VERSION" and ours[name].strip() == str(ours_version):
+                    continue
                 failures.append(f"{label}: {name} is {theirs[name].strip()!r} in the toolkit's "
                                 f"cuda.h, {ours[name].strip()!r} in cuabi's")
     failures += mapping_failures(source, toolkit, cuabi)
     print("\n".join(failures) or
-          f"macros agree: {compared} toolkit macros over C, C++, legacy and per-thread; "
-          f"{len(DIFFERENCES)} kinds of difference, each explained in docs/abi.md; every "
-          "name reaches the forwarder of the function it names")
+          f"macros agree with CUDA {theirs_version}'s "
+          f"({'both ways' if newest else 'every one of theirs in cuabi'}): {compared} toolkit "
+          f"macros over C, C++, legacy and per-thread; {len(DIFFERENCES)} kinds of difference "
+          f"and {len(kept)} kept names, each explained in docs/abi.md; every name reaches the "
+          "forwarder of the function it names")
     return 1 if failures else 0
 
 

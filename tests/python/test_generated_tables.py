@@ -37,8 +37,11 @@ def _format_offsets(fmt):
 
 def _json_offsets(records, name, base=0):
     """Offsets of a record's fields from the JSON, nested structs expanded."""
-    out = []
+    out, end = [], 0
     for f in records[name]["fields"]:
+        if base + f["offset"] < end and base + f["offset"] + f["size"] <= end:
+            continue  # another member of an anonymous union: packed as the first one
+        end = max(end, base + f["offset"] + f["size"])
         nested = f.get("record")
         if nested and f.get("count", 1) == 1 and records[nested]["kind"] == "struct":
             out += _json_offsets(records, nested, base + f["offset"])

@@ -41,26 +41,26 @@ def pure_wheel(tmp_path_factory):
 
 def _check_wheel(path, tag):
     name = os.path.basename(path)
-    assert name.startswith("cuabi-1.0.0-" + tag + "-linux_") and name.endswith(".whl"), name
+    assert name.startswith("cuabi-1.1.0-" + tag + "-linux_") and name.endswith(".whl"), name
     assert os.path.getsize(path) < 1_000_000
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
         for required in ("cuabi/__init__.py", "cuabi/driver.py", "cuabi/py.typed",
                          "cuabi/libcuabi.so.1", "cuabi/_cuabi_cffi.py",
-                         "cuabi-1.0.0.dist-info/METADATA", "cuabi-1.0.0.dist-info/WHEEL",
-                         "cuabi-1.0.0.dist-info/RECORD", "cuabi-1.0.0.dist-info/licenses/LICENSE"):
+                         "cuabi-1.1.0.dist-info/METADATA", "cuabi-1.1.0.dist-info/WHEEL",
+                         "cuabi-1.1.0.dist-info/RECORD", "cuabi-1.1.0.dist-info/licenses/LICENSE"):
             assert required in names, required
-        wheel_meta = z.read("cuabi-1.0.0.dist-info/WHEEL").decode()
+        wheel_meta = z.read("cuabi-1.1.0.dist-info/WHEEL").decode()
         assert "Root-Is-Purelib: false" in wheel_meta and "Tag: %s-linux_" % tag in wheel_meta
-        record = z.read("cuabi-1.0.0.dist-info/RECORD").decode()
+        record = z.read("cuabi-1.1.0.dist-info/RECORD").decode()
         for n in names:
             assert n in record
         assert not any(n.endswith(".pyc") for n in names)
-        meta = z.read("cuabi-1.0.0.dist-info/METADATA").decode()
+        meta = z.read("cuabi-1.1.0.dist-info/METADATA").decode()
         assert "License-Expression: Apache-2.0\nLicense-File: LICENSE\n" in meta
         assert ('Requires-Dist: cffi>=1.15; platform_python_implementation == "CPython" or '
                 'platform_python_implementation == "PyPy"') in meta
-        assert z.read("cuabi-1.0.0.dist-info/licenses/LICENSE").startswith(
+        assert z.read("cuabi-1.1.0.dist-info/licenses/LICENSE").startswith(
             open(os.path.join(ROOT, "LICENSE"), "rb").read()[:200])
         return names
 
@@ -146,9 +146,9 @@ def test_sdist(tmp_path):
 
     with tarfile.open(tmp_path / p.stdout.strip().splitlines()[-1]) as tf:
         names = tf.getnames()
-    assert "cuabi-1.0.0/pyproject.toml" in names
-    assert "cuabi-1.0.0/python/build_backend.py" in names
-    assert any(n.startswith("cuabi-1.0.0/lib/") for n in names)
+    assert "cuabi-1.1.0/pyproject.toml" in names
+    assert "cuabi-1.1.0/python/build_backend.py" in names
+    assert any(n.startswith("cuabi-1.1.0/lib/") for n in names)
     assert not any("__pycache__" in n or n.endswith("libcuabi.so.1") for n in names)
 
 
@@ -205,7 +205,7 @@ def test_build_requirements_and_metadata():
     reqs = build_backend.get_requires_for_build_wheel()
     assert reqs[0].startswith("cffi")
     meta = build_backend._metadata()
-    assert "Name: cuabi" in meta and "Version: 1.0.0" in meta
+    assert "Name: cuabi" in meta and "Version: 1.1.0" in meta
     with pytest.raises(RuntimeError):
         os.environ["CUABI_PREBUILT_LIBRARY"] = "relative/lib.so"
         try:

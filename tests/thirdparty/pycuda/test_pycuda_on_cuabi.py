@@ -256,7 +256,7 @@ def ctx(drv: Any, fake: Fake) -> Iterator[Any]:
 
 
 def test_driver_and_header_versions(drv: Any) -> None:
-    assert drv.get_version() == (13, 0, 0)  # CUDA_VERSION of the compat header
+    assert drv.get_version() == (13, 5, 0)  # CUDA_VERSION of the compat header (CUDA 13.5)
     assert drv.get_driver_version() == 13000  # the fake's default
 
 
