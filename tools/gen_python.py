@@ -5,6 +5,8 @@ Reads ``include/cuabi/driver_api.json`` (written by tools/gen_driver_api.py)
 and writes, deterministically:
 
 * ``python/cuabi/driver.py``  - one wrapper factory per entry point;
+* ``python/cuabi/driver.pyi`` - its types, for type checkers (the functions
+  exist only after first use, behind the module's ``__getattr__``);
 * ``python/cuabi/_tables.py`` - enum and ``#define`` values;
 * ``python/cuabi/_constants.py`` - the few of those the Pythonic layer uses
   (listed in ``PYTHON_CONSTANTS`` below), as plain ints in a module that is
@@ -37,6 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "python")
 TABLE = os.path.join(ROOT, "include", "cuabi", "driver_api.json")
 OUT_DRIVER = os.path.join(HERE, "cuabi", "driver.py")
+OUT_DRIVER_STUB = os.path.join(HERE, "cuabi", "driver.pyi")
 OUT_TABLES = os.path.join(HERE, "cuabi", "_tables.py")
 OUT_CONSTANTS = os.path.join(HERE, "cuabi", "_constants.py")
 OUT_STRUCTS = os.path.join(HERE, "cuabi", "_structs.py")
@@ -502,6 +505,68 @@ def entry_points():
 '''
 
 
+# Python types of the stub (driver.pyi): by signature letter for values,
+# by output kind for results
+_PY_VALUE = {"f": "float", "d": "float"}
+
+
+def _stub_function(ep):
+    """One ``def`` of driver.pyi: the wrapper's parameters and result, typed."""
+    params = classify(ep)
+    args = []
+    for kind, letter, p in params:
+        if kind == "out":
+            continue
+        if kind == "value":
+            t = _PY_VALUE.get(letter, "int")
+        elif kind == "cstr":
+            t = "_CString"
+        elif kind == "struct":
+            t = "_Struct"
+        elif kind == "inout":
+            t = _PY_VALUE.get(letter, "int")
+        else:
+            t = "_Address"
+        args.append("%s: %s" % (pyname(p["name"]), t))
+    rets = []
+    for kind, letter, p in params:
+        if kind not in ("out", "inout"):
+            continue
+        if (p.get("pointee") or "").replace(" ", "") == "constchar*":
+            rets.append("Optional[str]")
+        else:
+            rets.append(_PY_VALUE.get(letter, "int"))
+    ret = "None" if not rets else rets[0] if len(rets) == 1 else "Tuple[%s]" % ", ".join(rets)
+    return "def %s(%s) -> %s: ..." % (ep["name"], ", ".join(args), ret)
+
+
+def gen_driver_stub(table):
+    """driver.pyi: what type checkers see of cuabi.driver (the module itself
+    builds its functions on first use, behind a module __getattr__)."""
+    lines = ["# " + HEADER,
+             '"""Types of :mod:`cuabi.driver` for type checkers (see driver.py)."""',
+             "",
+             "from typing import Any, List, Optional, Tuple, Union",
+             "",
+             "# a pointer or handle argument: an int, None, a cuabi object, another",
+             "# library's array, a str or any buffer (see cuabi._address.address)",
+             "_Address = Union[int, None, object]",
+             "_CString = Union[str, bytes, int, None]",
+             "# a struct passed by value: its members as a tuple, or its bytes",
+             "_Struct = Union[Tuple[Any, ...], bytes, bytearray]",
+             "",
+             "CUDA_HEADERS_VERSION: int",
+             "",
+             "def entry_points() -> List[str]: ...",
+             "",
+             "# enum classes, their members and cuda.h's #define constants",
+             "def __getattr__(name: str) -> Any: ...",
+             ""]
+    for ep in sorted(table["entry_points"], key=lambda e: e["name"]):
+        lines.append(_stub_function(ep))
+    return "\n".join(lines) + "\n"
+
+
 def gen_tables(table):
     enums = {k: dict(v) for k, v in sorted(table["enums"].items())}
     defines = dict(sorted(table["defines"].items()))
@@ -520,7 +585,8 @@ def gen_tables(table):
 # The enumerators and #defines the Pythonic layer passes to the driver.  A name
 # used there goes here; generation fails if CUDA's headers lack it.
 PYTHON_CONSTANTS = (
-    "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "CUDA_ERROR_INVALID_HANDLE", "CUDA_ERROR_INVALID_VALUE",
+    "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_INVALID_HANDLE",
+    "CUDA_ERROR_INVALID_VALUE",
     "CUDA_ERROR_NOT_READY",
     "CU_GET_PROC_ADDRESS_LEGACY_STREAM", "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM",
     "CU_EVENT_BLOCKING_SYNC", "CU_EVENT_DISABLE_TIMING", "CU_EVENT_INTERPROCESS",
@@ -739,7 +805,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     with open(args.table) as f:
         table = json.load(f)
-    outputs = {OUT_DRIVER: gen_driver(table), OUT_TABLES: gen_tables(table),
+    outputs = {OUT_DRIVER: gen_driver(table), OUT_DRIVER_STUB: gen_driver_stub(table),
+               OUT_TABLES: gen_tables(table),
                OUT_CONSTANTS: gen_constants(table), OUT_STRUCTS: gen_structs(table),
                OUT_OWN_TABLE: gen_own_table(table), OUT_OWN_CDEF: gen_own_cdef(table),
                OUT_CDEF: gen_cdef(table), OUT_FAST: gen_fast(table)}

@@ -21,8 +21,9 @@ import atexit
 import sys
 from typing import Any
 
+from ._constants import CUDA_ERROR_INVALID_CONTEXT
 from ._interrupts import deferred
-from .errors import ClosedError
+from .errors import ClosedError, CUDAError
 
 _shutdown = False
 
@@ -146,15 +147,23 @@ class Resource(NotCopyable):
             h = self._h
             if h is None:
                 return
+            self._h = None
             ctx = self._ctx
-            if ctx is not None and ctx._h is not None:
-                with ctx._pushed():
-                    self._h = None
-                    self._release(h, *release_args)
-                ctx._forget(self)
-            else:
-                self._h = None
+            if ctx is None or ctx._h is None:
                 self._release(h, *release_args)
+                return
+            ctx._forget(self)
+            pushed = ctx._pushed()
+            try:
+                pushed.__enter__()
+            except CUDAError as exc:
+                if exc.code == CUDA_ERROR_INVALID_CONTEXT:
+                    return  # destroyed underneath (by another library): it took this object with it
+                raise
+            try:
+                self._release(h, *release_args)
+            finally:
+                pushed.__exit__()
 
     def _finalize(self) -> None:
         """What garbage collection does with an open resource: close it."""
