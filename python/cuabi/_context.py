@@ -23,7 +23,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, List, Optional
 
 from . import driver as _d
-from ._interrupts import deferred
+from ._interrupts import cleanup, deferred
 from ._resource import NotCopyable, finalizing
 from .errors import ClosedError, CUDAError
 
@@ -51,15 +51,18 @@ class _Pushed:
                     _d.cuCtxPushCurrent(self.h)
                     self.pushed = True
         except BaseException:
-            self.__exit__()
+            cleanup(self._pop)
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.pushed:
-            with deferred():
-                self.pushed = False
-                _d.cuCtxPopCurrent()
+            cleanup(self._pop)
+
+    def _pop(self) -> None:
+        if self.pushed:
+            self.pushed = False
+            _d.cuCtxPopCurrent()
 
 
 class Context(NotCopyable):
@@ -175,18 +178,22 @@ class Context(NotCopyable):
                 p.__enter__()
                 self._stack.append(p)
         except BaseException:  # a Ctrl-C noted meanwhile: leave nothing pushed
-            with deferred():
-                if p in self._stack:
-                    self._stack.remove(p)
-                p.__exit__()
+            cleanup(self._unpush, p)
             raise
         return self
 
+    def _unpush(self, p: _Pushed) -> None:
+        if p in self._stack:
+            self._stack.remove(p)
+        p._pop()
+
     def __exit__(self, *exc: object) -> None:
-        with deferred():
-            stack = self._stack
-            if stack:
-                stack.pop().__exit__()
+        cleanup(self._pop_one)
+
+    def _pop_one(self) -> None:
+        stack = self._stack
+        if stack:
+            stack.pop()._pop()
 
     def __repr__(self) -> str:
         state = "closed" if self._h is None else "0x%x" % self._h

@@ -9,7 +9,7 @@ from . import driver as _d
 from ._constants import (CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_RELAXED,
                          CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
 from ._device import current_context
-from ._interrupts import deferred
+from ._interrupts import cleanup, deferred
 from ._resource import NotCopyable, Resource
 from ._stream import Stream, stream_handle
 from ._structs import FORMATS
@@ -36,7 +36,7 @@ class Capture(NotCopyable):
     a block that raised is discarded.
     """
 
-    __slots__ = ("stream", "mode", "graph")
+    __slots__ = ("stream", "mode", "graph", "_open")
 
     def __init__(self, stream: Stream, mode: str) -> None:
         if not isinstance(stream, Stream):
@@ -45,31 +45,51 @@ class Capture(NotCopyable):
         self.stream = stream
         self.mode = mode
         self.graph: Optional[Graph] = None
+        self._open = False  # between the start of the capture and its end
 
     def __enter__(self) -> "Capture":
         try:
             with deferred():
                 Graph.begin_capture(self.stream, self.mode)
+                self._open = True
         except BaseException:
             # a Ctrl-C noted while the capture started: end it before raising
-            with deferred():
-                _end_if_capturing(self.stream)
+            cleanup(self._discard)
             raise
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        with deferred():
-            try:
-                g = Graph.end_capture(self.stream)
-            except CUDAError:
-                if exc_type is not None:
-                    return False  # the body's error is the interesting one
-                raise
-            if exc_type is not None:
-                g.close()
-                return False
-            self.graph = g
+        cleanup(self._end, exc_type is not None)
         return False
+
+    def __del__(self) -> None:
+        # the one gap: a Ctrl-C raised as __exit__ is entered, before any of
+        # its code runs; the capture then ends when the interrupted frame goes
+        try:
+            if self._open:
+                self._discard()
+        except Exception:
+            pass
+
+    def _discard(self) -> None:
+        self._open = False
+        _end_if_capturing(self.stream)
+
+    def _end(self, failed: bool) -> None:
+        """End the capture: keep the graph, or discard it when the block raised."""
+        if not self._open:
+            return  # ended already (this is a second try after a Ctrl-C)
+        self._open = False
+        try:
+            g = Graph.end_capture(self.stream)
+        except CUDAError:
+            if failed:
+                return  # the body's error is the interesting one
+            raise
+        if failed:
+            g.close()
+        else:
+            self.graph = g
 
 
 def _end_if_capturing(stream: Stream) -> None:

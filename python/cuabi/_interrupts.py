@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from typing import Any, List, Optional
 
@@ -63,7 +64,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def _note(signum: int, frame: Any) -> None:
-    _state.pending.append((signum, frame))
+    # only the number: a frame kept here would keep its locals alive
+    _state.pending.append(signum)
 
 
 class deferred:
@@ -84,10 +86,12 @@ class deferred:
             return self
         handler = _sig.getsignal(_SIGINT)
         if callable(handler):
+            # signal() first runs the handlers of signals already pending: if the
+            # old one raises there, nothing was swapped and nothing is recorded
+            _sig.signal(_SIGINT, _note)
             st.saved = handler
             st.depth = 1
-            self.active = True  # set before the swap: no bytecode boundary between them
-            _sig.signal(_SIGINT, _note)
+            self.active = True
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -100,8 +104,27 @@ class deferred:
             return
         handler: Optional[Any] = st.saved
         st.saved = None
-        _sig.signal(_SIGINT, handler)
-        if st.pending:
-            signum, frame = st.pending[0]
+        try:
+            _sig.signal(_SIGINT, handler)  # (a signal pending meanwhile is noted first)
+        finally:
+            pending = st.pending[:1]
             del st.pending[:]
-            handler(signum, frame)  # type: ignore[misc]
+        if pending:
+            handler(pending[0], sys._getframe(1))  # type: ignore[misc]
+
+
+def cleanup(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with SIGINT deferred, for the steps that undo something
+    (pop a context, end a capture): a Ctrl-C that lands as the step begins,
+    before the deferral holds, does not skip it - the step runs (deferred)
+    and the interrupt is raised after it."""
+    started = False
+    try:
+        with deferred():
+            started = True
+            return fn(*args)
+    except BaseException:
+        if not started:
+            with deferred():
+                fn(*args)
+        raise

@@ -86,6 +86,15 @@ class LaunchConfig:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("LaunchConfig is immutable; make a new one")
 
+    def __copy__(self) -> "LaunchConfig":
+        return self  # immutable: the object itself is its copy
+
+    def __deepcopy__(self, memo: Any) -> "LaunchConfig":
+        return self
+
+    def __reduce__(self) -> Any:
+        return (LaunchConfig, (self.grid, self.block, self.shmem, self.cluster, self.cooperative))
+
     def __repr__(self) -> str:
         extra = ""
         if self.cluster:

@@ -422,7 +422,7 @@ class _HostViews:
     def memoryview(self) -> memoryview:
         """A writable ``memoryview`` of the memory (format ``B``); ``close()``
         refuses while it, or anything made from it, is alive."""
-        with self._lock:  # type: ignore[attr-defined]
+        with deferred(), self._lock:  # type: ignore[attr-defined]
             h = self._h  # type: ignore[attr-defined]
             if h is None:
                 raise ClosedError("%s is closed" % type(self).__name__)
@@ -454,7 +454,7 @@ class _HostViews:
         return None
 
     def _free_or_refuse(self, base_close: Any) -> None:
-        with self._lock:  # type: ignore[attr-defined]
+        with deferred(), self._lock:  # type: ignore[attr-defined]
             if self._h is None:  # type: ignore[attr-defined]
                 return
             reason = self._busy()  # type: ignore[attr-defined]
@@ -464,7 +464,7 @@ class _HostViews:
 
     def _finalize(self) -> None:
         """Garbage collection: free now, or hand the memory to its views."""
-        with self._lock, deferred():  # type: ignore[attr-defined]
+        with deferred(), self._lock:  # type: ignore[attr-defined]
             h = self._h  # type: ignore[attr-defined]
             ref = self._exp  # type: ignore[attr-defined]
             exp = ref() if ref is not None else None
@@ -503,7 +503,7 @@ class ManagedBuffer(_HostViews, _DeviceMemoryMixin, Resource):
             raise ValueError("attach must be 'global' or 'host', got %r" % (attach,))
         self._size = n
         self._exp = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         ctx = current_context(device)
         with deferred(), ctx._pushed():
             self._h = _d.cuMemAllocManaged(n, flags)
@@ -585,7 +585,7 @@ class PinnedBuffer(_HostViews, Resource):
                  | (CU_MEMHOSTALLOC_WRITECOMBINED if write_combined else 0))
         self._size = n
         self._exp = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         ctx = current_context(device)
         with deferred(), ctx._pushed():
             self._h = _d.cuMemHostAlloc(n, flags)

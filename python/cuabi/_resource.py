@@ -115,6 +115,12 @@ class Resource(NotCopyable):
         return self._h is None
 
     @property
+    def context(self) -> Any:
+        """The :class:`cuabi.Context` the object belongs to, whose methods run
+        in it (None for a wrapped foreign object)."""
+        return self._ctx
+
+    @property
     def handle(self) -> int:
         """The driver handle, as an integer."""
         h = self._h
