@@ -76,10 +76,10 @@ class _Hook:
             signal.raise_signal(signal.SIGINT)
 
 
-def _run(made, hook):
+def _run(made, hook, body=None):
     sys.setprofile(hook)
     try:
-        one_pass(made)
+        (body or one_pass)(made)
     finally:
         sys.setprofile(None)
 
@@ -87,12 +87,13 @@ def _run(made, hook):
 @pytest.fixture
 def setup(ctx, fake):
     """The kernel and config every pass uses; the context, its handle and the fake's counts."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.fail("the test needs Python's default SIGINT handler")
+    # Python's own handler (a run started in the background inherits SIGINT ignored)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     mod = cuabi.Module(MODULE)
     kernel = mod.get_kernel("fill_u32", "ptr, uint32, uint64")
     yield {"kernel": kernel, "config": cuabi.LaunchConfig(grid=1, block=16), "ctx": ctx}
     mod.close()
+    signal.signal(signal.SIGINT, old)
 
 
 def _fresh(setup):
@@ -131,6 +132,33 @@ def test_ctrl_c_anywhere_leaves_nothing_half_made(setup, fake):
     assert interrupted > POINTS // 4, "too few passes were interrupted (%d)" % interrupted
 
 
+def capture_pass(made):
+    """Only a capture: the stream, the captured launch, the graph."""
+    s = cuabi.Stream()
+    made["streams"].append(s)
+    with cuabi.Graph.capture(s) as cap:
+        cuabi.launch(s, made["config"], made["kernel"], made["buffer"], 1, 16)
+    cap.graph.close()
+    s.close()
+
+
+def test_ctrl_c_at_every_point_of_a_capture_ends_it(setup, fake):
+    """Interrupted at any single point of a capture, the stream is not left capturing."""
+    buf = cuabi.DeviceBuffer(64)
+    counter = _Hook()
+    _run(dict(_fresh(setup), buffer=buf), counter, capture_pass)
+    for point in range(1, counter.n + 1):
+        made = dict(_fresh(setup), buffer=buf)
+        try:
+            _run(made, _Hook(point), capture_pass)
+        except KeyboardInterrupt:
+            pass
+        capturing = [s for s in made["streams"] if not s.closed and d.cuStreamIsCapturing(s.handle)]
+        assert not capturing, "a stream left capturing (point %d of %d)" % (point, counter.n)
+        del capturing
+    buf.close()
+
+
 def test_ctrl_c_while_a_capture_starts_ends_it(setup, fake):
     """A Ctrl-C noted while cuStreamBeginCapture runs ends the capture before it is raised."""
     s = cuabi.Stream()
@@ -148,7 +176,7 @@ def test_ctrl_c_while_a_capture_starts_ends_it(setup, fake):
     s.close()
 
 
-def test_a_deferred_interrupt_is_raised_after_the_block():
+def test_a_deferred_interrupt_is_raised_after_the_block(setup):
     """SIGINT inside deferred() runs the handler when the block ends, not inside it."""
     from cuabi import _interrupts
 
