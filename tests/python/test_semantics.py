@@ -14,8 +14,6 @@ from cuabi import _program
 from cuabi import driver as d
 from cuabi.errors import CUDAError
 
-pytestmark = pytest.mark.fake
-
 
 def test_with_context_pushes_and_pops(ctx):
     """with ctx: makes it current for the block and restores the previous current context after."""
@@ -127,6 +125,7 @@ def test_unrecorded_event_timing_says_so(ctx):
         cuabi.Event() - a
 
 
+@pytest.mark.fake  # uses a destroyed handle, which only the fake is sure to refuse
 def test_update_failure_for_another_reason_has_no_update_result(ctx):
     """GraphExec.update appends the update result only to update failures."""
     g = cuabi.Graph()
