@@ -110,8 +110,10 @@ class _Export:
         self.name = name
 
 
-_live: "dict[int, _Export]" = {}  # address of a managed tensor we exported -> its export
-_live_lock = threading.RLock()
+# address of a managed tensor we exported -> its export.  Only single dict
+# operations touch it (atomic under the GIL; sweeps work on a snapshot), so
+# that no lock is ever held while an export's memory is released.
+_live: "dict[int, _Export]" = {}
 
 
 def _pyapi():
@@ -142,8 +144,7 @@ def _pyapi():
 
 
 def _free_exported(addr: int) -> None:
-    with _live_lock:
-        _live.pop(addr, None)
+    _live.pop(addr, None)
 
 
 @_DELETER
@@ -172,16 +173,15 @@ def _sweep() -> None:
         return
     _new, _get, valid, _setname = _pyapi()
     getrefcount = sys.getrefcount
-    with _live_lock:
-        for addr, e in list(_live.items()):
-            cap = e.capsule
-            if cap is None or getrefcount(cap) > _REFS_WHEN_ONLY_OURS:
-                continue
-            if valid(cap, e.name):
-                del _live[addr]  # never consumed: nobody will call the deleter
-            else:
-                e.capsule = None  # consumed: the consumer calls the deleter
-            del cap
+    for addr, e in list(_live.items()):
+        cap = e.capsule
+        if cap is None or getrefcount(cap) > _REFS_WHEN_ONLY_OURS:
+            continue
+        if valid(cap, e.name):
+            _live.pop(addr, None)  # never consumed: nobody will call the deleter
+        else:
+            e.capsule = None  # consumed: the consumer calls the deleter
+        del cap
 
 
 def export(arr: Any, ptr: int, versioned: bool) -> Any:
@@ -222,10 +222,9 @@ def export(arr: Any, ptr: int, versioned: bool) -> Any:
     addr = ctypes.addressof(mt)
     mt.manager_ctx = addr
     e = _Export(mt, shape, strides, arr, name)
-    with _live_lock:
-        _live[addr] = e
-        e.capsule = new(addr, name, None)
-        return e.capsule
+    e.capsule = new(addr, name, None)
+    _live[addr] = e
+    return e.capsule
 
 
 def exported_count() -> int:
@@ -237,9 +236,8 @@ def exported_count() -> int:
 def exported_from(buf: Any) -> int:
     """How many unreleased DLPack exports show memory of the buffer ``buf``."""
     _sweep()
-    with _live_lock:
-        return sum(1 for e in _live.values()
-                   if e.source is buf or getattr(e.source, "_owner", None) is buf)
+    return sum(1 for e in list(_live.values())
+               if e.source is buf or getattr(e.source, "_owner", None) is buf)
 
 
 class Imported:
