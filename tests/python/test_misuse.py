@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import FAKE, subprocess_pythonpath
+from conftest import subprocess_pythonpath
 from misuse_corpus import CASES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
