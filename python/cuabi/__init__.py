@@ -58,7 +58,7 @@ _LAZY = {
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
     "Kernel": ("_kernel", "Kernel"),
-    "LaunchConfig": ("_launch", "LaunchConfig"),
+    "LaunchConfig": ("_launch_config", "LaunchConfig"),
     "launch": ("_launch", "launch"),
     "Graph": ("_graph", "Graph"),
     "GraphExec": ("_graph", "GraphExec"),
@@ -84,7 +84,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
         from_dlpack as from_dlpack)
     from ._kernel import Kernel as Kernel
-    from ._launch import LaunchConfig as LaunchConfig, launch as launch
+    from ._launch import launch as launch
+    from ._launch_config import LaunchConfig as LaunchConfig
     from ._memory import (
         DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
         MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy)
