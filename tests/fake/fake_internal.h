@@ -75,6 +75,7 @@ struct fake_context {
     int primary;
     unsigned usage; /* cuCtxCreate's 1, plus one per cuCtxAttach; cuCtxDetach destroys at 0 */
     unsigned long long id;
+    const struct fake_context *peers[FAKE_MAX_DEVICES]; /* cuCtxEnablePeerAccess's, compared only */
 };
 
 /* The calling thread's current context, NULL if none (not validated). */

@@ -91,10 +91,10 @@ def test_events_time_real_work(kernels):
     n = 1 << 22
     b = cuabi.DeviceBuffer(4 * n)
     s = cuabi.Stream()
-    start = s.record(cuabi.Event())
+    start = s.record(cuabi.Event(timing=True))
     for _ in range(20):
         cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
-    end = s.record(cuabi.Event())
+    end = s.record(cuabi.Event(timing=True))
     end.sync()
     assert end - start > 0.0
 
@@ -162,3 +162,17 @@ def test_cupy_interop(kernels):
     assert struct.unpack("512f", b.to_bytes())[0] == 2.0
     d = cp.from_dlpack(b.view("f4"))
     assert float(d.sum()) == 1024.0
+
+
+def test_peer_access_on_gpus():
+    """Peer access between the first two GPUs, where they have a peer path (one GPU: skipped)."""
+    if cuabi.Device.count() < 2:
+        pytest.skip("needs two GPUs (one GPU shows only the device-itself path, tested elsewhere)")
+    a, b = cuabi.Device(0), cuabi.Device(1)
+    if not a.can_access_peer(b):
+        with pytest.raises(ValueError, match="cannot reach"):
+            a.enable_peer_access(b)
+        return
+    a.enable_peer_access(b)
+    a.enable_peer_access(b)  # a second time is a no-op
+    a.disable_peer_access(b)
