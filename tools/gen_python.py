@@ -633,7 +633,7 @@ def gen_constants(table):
 # goes here; generation fails if the table has no record of it.
 PYTHON_RECORDS = (
     "CUgraphExecUpdateResultInfo", "CUlaunchAttribute", "CUlaunchAttributeValue.clusterDim",
-    "CUlaunchConfig", "CUmemPoolProps",
+    "CUlaunchConfig", "CUmemLocation", "CUmemPoolProps",
 )
 
 # struct codes (standard sizes, "=") of the table's field codes

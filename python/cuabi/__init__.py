@@ -55,6 +55,8 @@ _LAZY = {
     "ManagedBuffer": ("_memory", "ManagedBuffer"),
     "MemoryPool": ("_memory", "MemoryPool"),
     "copy": ("_memory", "copy"),
+    "prefetch_batch": ("_memory", "prefetch_batch"),
+    "discard_batch": ("_memory", "discard_batch"),
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
     "Kernel": ("_kernel", "Kernel"),
@@ -88,7 +90,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._launch_config import LaunchConfig as LaunchConfig
     from ._memory import (
         DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
-        MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy)
+        MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy, discard_batch as discard_batch,
+        prefetch_batch as prefetch_batch)
     from ._module import Library as Library, Module as Module
     from ._own_api import (
         backend_name as backend_name, call as call, default_stream_mode as default_stream_mode,
