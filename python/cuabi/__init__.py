@@ -56,6 +56,9 @@ _LAZY = {
     "MemoryPool": ("_memory", "MemoryPool"),
     "copy": ("_memory", "copy"),
     "prefetch_batch": ("_memory", "prefetch_batch"),
+    "MemoryResource": ("_memory_resource", "MemoryResource"),
+    "PinnedMemoryResource": ("_memory_resource", "PinnedMemoryResource"),
+    "ManagedMemoryResource": ("_memory_resource", "ManagedMemoryResource"),
     "discard_batch": ("_memory", "discard_batch"),
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
@@ -92,6 +95,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
         MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy, discard_batch as discard_batch,
         prefetch_batch as prefetch_batch)
+    from ._memory_resource import (
+        ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
+        PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
     from ._own_api import (
         backend_name as backend_name, call as call, default_stream_mode as default_stream_mode,

@@ -1022,3 +1022,27 @@ class MemoryPool(Resource):
             raise ClosedError("MemoryPool is closed")
         return DeviceBuffer(size, stream=stream if stream is not None else 0, pool=self)
 
+    # the rest of the memory resource protocol (cuabi._memory_resource)
+
+    def deallocate(self, buffer: DeviceBuffer, stream: Any = None) -> None:
+        """Free ``buffer``, which this pool allocated, on ``stream`` (default:
+        the stream it was allocated on)."""
+        if not isinstance(buffer, DeviceBuffer) or buffer._pool is not self:
+            raise ValueError("this MemoryPool did not allocate %r" % (buffer,))
+        buffer.close(stream)
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """True: a device pool's memory is for kernels."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """False: the host reaches it only through copies."""
+        return False
+
+    @property
+    def device_id(self) -> int:
+        """The ordinal of the pool's device."""
+        return self._device.device_id
+
