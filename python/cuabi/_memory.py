@@ -35,9 +35,11 @@ from ._constants import (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ATTACH_GLOBAL, CU
                          CU_MEM_HANDLE_TYPE_NONE, CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_HOST,
                          CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
                          CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+                         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                         CU_STREAM_LEGACY)
 from ._device import Device, current_context
 from ._interrupts import deferred
+from ._own_api import default_stream_mode
 from ._resource import NO_CONTEXT, NotCopyable, Resource, finalizing
 from ._stream import stream_handle
 from ._structs import FORMATS
@@ -557,10 +559,12 @@ class ManagedBuffer(_HostViews, _DeviceMemoryMixin, Resource):
         with self._in_context():
             _d.cuMemAdvise(p, self._size, a, loc)
 
-    def discard(self, *, stream: Any = None) -> None:
+    def discard(self, *, stream: Any) -> None:
         """Declare the contents no longer needed (``cuMemDiscardBatchAsync``,
-        CUDA 13.0+), in stream order: the driver may drop its pages instead of
-        migrating them; what a later read sees is undefined until written."""
+        CUDA 13.0+), in order on ``stream`` (not the legacy NULL stream, which
+        the driver refuses for this call): the driver may drop the pages
+        instead of migrating them; what a later read sees is undefined until
+        written."""
         discard_batch([self], stream=stream)
 
 
@@ -604,6 +608,9 @@ def _batch(buffers: Iterable["ManagedBuffer"], location: Any, stream: Any, disca
     ptrs = struct.pack("=%dQ" % len(bufs), *(b.ptr for b in bufs))
     sizes = struct.pack("=%dQ" % len(bufs), *(b._size for b in bufs))
     h = stream_handle(stream)
+    if h == CU_STREAM_LEGACY or (h == 0 and default_stream_mode() == "legacy"):
+        raise ValueError("the driver's batch prefetch and discard refuse the legacy NULL stream: pass "
+                         "stream=cuabi.Stream() (or Stream.per_thread())")
     locs = idxs = b""
     if location is not None:
         if isinstance(location, (list, tuple)):
@@ -629,16 +636,17 @@ def _batch(buffers: Iterable["ManagedBuffer"], location: Any, stream: Any, disca
 
 
 def prefetch_batch(buffers: Iterable["ManagedBuffer"], location: Union[Any, Sequence[Any]] = "device", *,
-                   stream: Any = None) -> None:
+                   stream: Any) -> None:
     """Prefetch several managed buffers in one driver call
-    (``cuMemPrefetchBatchAsync``, CUDA 13.0+).  ``location`` is one place
-    for all (as :meth:`ManagedBuffer.prefetch` takes) or a list with one per
-    buffer."""
+    (``cuMemPrefetchBatchAsync``, CUDA 13.0+) on ``stream``, which the
+    driver requires not to be the legacy NULL stream.  ``location`` is one
+    place for all (as :meth:`ManagedBuffer.prefetch` takes) or a list with
+    one per buffer."""
     _batch(buffers, location, stream, discard=False)
 
 
 def discard_batch(buffers: Iterable["ManagedBuffer"], *, prefetch_to: Union[Any, Sequence[Any], None] = None,
-                  stream: Any = None) -> None:
+                  stream: Any) -> None:
     """Discard several managed buffers' contents in one driver call
     (``cuMemDiscardBatchAsync``, CUDA 13.0+); with ``prefetch_to``, also map
     their pages there (``cuMemDiscardAndPrefetchBatchAsync``), as

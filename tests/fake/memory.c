@@ -604,12 +604,16 @@ static CUresult fake_cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemL
 
 /* The batch forms (CUDA 13.0): prefetchLocs[k] applies to the operations
  * from prefetchLocIdxs[k] to the next entry's index; the first index is 0.
- * Ranges are checked before any is touched. */
+ * Ranges are checked before any is touched. As on an H200 with driver 580,
+ * the legacy NULL stream is refused (NULL through the legacy variant, or
+ * CU_STREAM_LEGACY); per_thread says which variant was called. */
 static CUresult batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
                       size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream,
-                      int discard, int prefetch)
+                      int discard, int prefetch, int per_thread)
 {
     if (dptrs == NULL || sizes == NULL || count == 0 || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (hStream == CU_STREAM_LEGACY || (hStream == NULL && !per_thread))
         return CUDA_ERROR_INVALID_VALUE;
     if (prefetch && (prefetchLocs == NULL || prefetchLocIdxs == NULL || numPrefetchLocs == 0 ||
                      numPrefetchLocs > count || prefetchLocIdxs[0] != 0))
@@ -645,26 +649,29 @@ static CUresult batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLoca
     return r;
 }
 
-static CUresult fake_cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-                                             CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
-                                             size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)
-{
-    return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, 0, 1);
-}
-
-static CUresult fake_cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags,
-                                            CUstream hStream)
-{
-    return batch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, 1, 0);
-}
-
-static CUresult fake_cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-                                                       CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
-                                                       size_t numPrefetchLocs, unsigned long long flags,
-                                                       CUstream hStream)
-{
-    return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, 1, 1);
-}
+#define BATCH_FUNCTIONS(suffix, per_thread)                                                                    \
+    static CUresult fake_cuMemPrefetchBatchAsync##suffix(CUdeviceptr *dptrs, size_t *sizes, size_t count,       \
+                                                         CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,   \
+                                                         size_t numPrefetchLocs, unsigned long long flags,       \
+                                                         CUstream hStream)                                       \
+    {                                                                                                            \
+        return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, 0, 1, \
+                     per_thread);                                                                                \
+    }                                                                                                            \
+    static CUresult fake_cuMemDiscardBatchAsync##suffix(CUdeviceptr *dptrs, size_t *sizes, size_t count,        \
+                                                        unsigned long long flags, CUstream hStream)              \
+    {                                                                                                            \
+        return batch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, 1, 0, per_thread);                     \
+    }                                                                                                            \
+    static CUresult fake_cuMemDiscardAndPrefetchBatchAsync##suffix(                                              \
+        CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,  \
+        size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)                                      \
+    {                                                                                                            \
+        return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, 1, 1, \
+                     per_thread);                                                                                \
+    }
+BATCH_FUNCTIONS(, 0)
+BATCH_FUNCTIONS(_ptsz, 1)
 
 /* Advice, kept per page: read-mostly, a preferred location, the devices (and
  * the host) that access the range. */
@@ -1128,11 +1135,11 @@ const struct fake_impl fake_impls_memory[] = {
     FAKE_IMPL("cuMemRangeGetAttribute", 8000, fake_cuMemRangeGetAttribute),
     FAKE_IMPL("cuMemAdvise", 12020, fake_cuMemAdvise),
     FAKE_IMPL("cuMemPrefetchBatchAsync", 13000, fake_cuMemPrefetchBatchAsync),
-    FAKE_IMPL_PT("cuMemPrefetchBatchAsync", 13000, fake_cuMemPrefetchBatchAsync),
+    FAKE_IMPL_PT("cuMemPrefetchBatchAsync", 13000, fake_cuMemPrefetchBatchAsync_ptsz),
     FAKE_IMPL("cuMemDiscardBatchAsync", 13000, fake_cuMemDiscardBatchAsync),
-    FAKE_IMPL_PT("cuMemDiscardBatchAsync", 13000, fake_cuMemDiscardBatchAsync),
+    FAKE_IMPL_PT("cuMemDiscardBatchAsync", 13000, fake_cuMemDiscardBatchAsync_ptsz),
     FAKE_IMPL("cuMemDiscardAndPrefetchBatchAsync", 13000, fake_cuMemDiscardAndPrefetchBatchAsync),
-    FAKE_IMPL_PT("cuMemDiscardAndPrefetchBatchAsync", 13000, fake_cuMemDiscardAndPrefetchBatchAsync),
+    FAKE_IMPL_PT("cuMemDiscardAndPrefetchBatchAsync", 13000, fake_cuMemDiscardAndPrefetchBatchAsync_ptsz),
     FAKE_IMPL("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
     FAKE_IMPL_PT("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
     FAKE_IMPL("cuMemAllocFromPoolAsync", 11020, fake_cuMemAllocFromPoolAsync),

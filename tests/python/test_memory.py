@@ -216,6 +216,7 @@ def test_pinned_buffer_close_waits_for_its_views(ctx):
     """close() refuses while a view lives, works once it is gone (twice is fine), then views are refused."""
     p = cuabi.PinnedBuffer(32)
     mv = p.memoryview()
+    mv[0] = 0xA5  # fresh pinned memory holds whatever it held (the fake fills it with 0xA5; a GPU does not)
     with pytest.raises(BufferError, match="still alive"):
         p.close()
     assert not p.closed and mv[0] == 0xA5
@@ -323,26 +324,44 @@ def test_managed_discard(ctx, fake):
 
 def test_batch_prefetch_and_discard(ctx):
     """prefetch_batch and discard_batch move several buffers in one call, to one or per-buffer places."""
-    from conftest import needs
+    from conftest import FAKE, needs
 
     needs("cuMemPrefetchBatchAsync")
     bufs = [cuabi.ManagedBuffer(4096) for _ in range(3)]
-    cuabi.prefetch_batch(bufs, "host")
-    cuabi.Stream.legacy().sync()
+    s = cuabi.Stream()
+    cuabi.prefetch_batch(bufs, "host", stream=s)
+    s.sync()
     assert [_last_prefetch(b) for b in bufs] == [d.CU_DEVICE_CPU] * 3
-    cuabi.prefetch_batch(bufs, ["device", "host", 0], stream=cuabi.Stream())
-    cuabi.Stream.legacy().sync()
+    cuabi.prefetch_batch(bufs, ["device", "host", 0], stream=s)
+    s.sync()
     assert [_last_prefetch(b) for b in bufs] == [0, d.CU_DEVICE_CPU, 0]
-    cuabi.discard_batch(bufs[:2], prefetch_to="host")
-    cuabi.discard_batch(bufs[2:])
-    cuabi.Stream.legacy().sync()
-    assert [_last_prefetch(b) for b in bufs][:2] == [d.CU_DEVICE_CPU] * 2
+    cuabi.discard_batch(bufs[:2], prefetch_to="host", stream=s)
+    cuabi.discard_batch(bufs[2:], stream=cuabi.Stream.per_thread())
+    s.sync()
+    assert [_last_prefetch(b) for b in bufs][:2] == [d.CU_DEVICE_CPU] * 2  # as an H200 reported
+    if FAKE is not None:  # where a discard alone leaves the pages is the fake's model, not a driver promise
+        assert _last_prefetch(bufs[2]) == d.CU_DEVICE_INVALID
     with pytest.raises(ValueError, match="one per buffer"):
-        cuabi.prefetch_batch(bufs, ["host"])
+        cuabi.prefetch_batch(bufs, ["host"], stream=s)
     with pytest.raises(ValueError, match="at least one"):
-        cuabi.discard_batch([])
+        cuabi.discard_batch([], stream=s)
     with pytest.raises(TypeError, match="cuMemPrefetchBatchAsync"):
-        cuabi.prefetch_batch([cuabi.DeviceBuffer(64)])
+        cuabi.prefetch_batch([cuabi.DeviceBuffer(64)], stream=s)
+
+
+def test_batches_refuse_the_legacy_null_stream(ctx):
+    """The batch calls name the legacy NULL stream, which the driver refuses, before calling it."""
+    from conftest import needs
+
+    needs("cuMemPrefetchBatchAsync")
+    m = cuabi.ManagedBuffer(4096)
+    for legacy in (None, cuabi.Stream.legacy()):
+        with pytest.raises(ValueError, match="legacy NULL stream"):
+            cuabi.prefetch_batch([m], "host", stream=legacy)
+        with pytest.raises(ValueError, match="legacy NULL stream"):
+            m.discard(stream=legacy)
+    with pytest.raises(CUDAError, match="INVALID_VALUE"):  # the driver itself, called raw
+        d.cuMemDiscardBatchAsync(bytearray(struct.pack("=Q", m.ptr)), bytearray(struct.pack("=Q", 4096)), 1, 0, 0)
 
 
 def test_managed_prefetch(ctx):
