@@ -69,6 +69,7 @@ _LAZY = {
     "GraphExec": ("_graph", "GraphExec"),
     "Program": ("_program", "Program"),
     "ObjectCode": ("_program", "ObjectCode"),
+    "ProgramOptions": ("_program_options", "ProgramOptions"),
     "nvrtc_version": ("_program", "nvrtc_version"),
     "nvrtc_path": ("_program", "nvrtc_path"),
     "DeviceArray": ("_memory", "DeviceArray"),
@@ -99,6 +100,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
         PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
+    from ._program_options import ProgramOptions as ProgramOptions
     from ._own_api import (
         backend_name as backend_name, call as call, default_stream_mode as default_stream_mode,
         driver_path as driver_path, driver_report as driver_report, driver_status as driver_status,
