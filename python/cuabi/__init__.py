@@ -76,6 +76,7 @@ _LAZY = {
     "from_dlpack": ("_interop", "from_dlpack"),
     "from_cuda_array_interface": ("_interop", "from_cuda_array_interface"),
     "asarray": ("_interop", "asarray"),
+    "StridedMemoryView": ("_strided_view", "StridedMemoryView"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -101,6 +102,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
     from ._program_options import ProgramOptions as ProgramOptions
+    from ._strided_view import StridedMemoryView as StridedMemoryView
     from ._own_api import (
         backend_name as backend_name, call as call, default_stream_mode as default_stream_mode,
         driver_path as driver_path, driver_report as driver_report, driver_status as driver_status,
