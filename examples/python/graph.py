@@ -39,10 +39,10 @@ def main(n=1 << 16, steps=10, replays=100):
     exe = graph.instantiate()
 
     buf.fill(0, width=4)
-    start = stream.record(cuabi.Event())
+    start = stream.record(cuabi.Event(timing=True))
     for _ in range(replays):
         exe.launch(stream)
-    end = stream.record(cuabi.Event())
+    end = stream.record(cuabi.Event(timing=True))
     out = array.array("f", buf.to_bytes(stream=stream))
     expected = float(steps * replays)
     print("%d replays in %.3f ms; p[0] = %g (expected %g)" % (replays, end - start, out[0], expected))

@@ -43,9 +43,9 @@ def main(n=1 << 20):
 
         block = 256
         config = cuabi.LaunchConfig(grid=(n + block - 1) // block, block=block)
-        start = stream.record(cuabi.Event())
+        start = stream.record(cuabi.Event(timing=True))
         cuabi.launch(stream, config, saxpy, a, x, y, n)
-        end = stream.record(cuabi.Event())
+        end = stream.record(cuabi.Event(timing=True))
 
         result = array.array("f", bytes(4 * n))
         y.copy_to(result, stream=stream)

@@ -55,21 +55,28 @@ _LAZY = {
     "ManagedBuffer": ("_memory", "ManagedBuffer"),
     "MemoryPool": ("_memory", "MemoryPool"),
     "copy": ("_memory", "copy"),
+    "prefetch_batch": ("_memory", "prefetch_batch"),
+    "MemoryResource": ("_memory_resource", "MemoryResource"),
+    "PinnedMemoryResource": ("_memory_resource", "PinnedMemoryResource"),
+    "ManagedMemoryResource": ("_memory_resource", "ManagedMemoryResource"),
+    "discard_batch": ("_memory", "discard_batch"),
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
     "Kernel": ("_kernel", "Kernel"),
-    "LaunchConfig": ("_launch", "LaunchConfig"),
+    "LaunchConfig": ("_launch_config", "LaunchConfig"),
     "launch": ("_launch", "launch"),
     "Graph": ("_graph", "Graph"),
     "GraphExec": ("_graph", "GraphExec"),
     "Program": ("_program", "Program"),
     "ObjectCode": ("_program", "ObjectCode"),
+    "ProgramOptions": ("_program_options", "ProgramOptions"),
     "nvrtc_version": ("_program", "nvrtc_version"),
     "nvrtc_path": ("_program", "nvrtc_path"),
     "DeviceArray": ("_memory", "DeviceArray"),
     "from_dlpack": ("_interop", "from_dlpack"),
     "from_cuda_array_interface": ("_interop", "from_cuda_array_interface"),
     "asarray": ("_interop", "asarray"),
+    "StridedMemoryView": ("_strided_view", "StridedMemoryView"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -84,11 +91,18 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
         from_dlpack as from_dlpack)
     from ._kernel import Kernel as Kernel
-    from ._launch import LaunchConfig as LaunchConfig, launch as launch
+    from ._launch import launch as launch
+    from ._launch_config import LaunchConfig as LaunchConfig
     from ._memory import (
         DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
-        MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy)
+        MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy, discard_batch as discard_batch,
+        prefetch_batch as prefetch_batch)
+    from ._memory_resource import (
+        ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
+        PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
+    from ._program_options import ProgramOptions as ProgramOptions
+    from ._strided_view import StridedMemoryView as StridedMemoryView
     from ._own_api import (
         backend_name as backend_name, call as call, default_stream_mode as default_stream_mode,
         driver_path as driver_path, driver_report as driver_report, driver_status as driver_status,

@@ -7,6 +7,7 @@ import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import driver as _d
+from ._constants import CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
 from ._context import Context
 from ._interrupts import deferred
 from .errors import CUDAError
@@ -194,6 +195,52 @@ class Device:
                     self._ctx = ctx
                     _ctx_by_handle[h] = ctx
         return ctx
+
+    def can_access_peer(self, peer: Any) -> bool:
+        """Whether kernels and copies on this device can reach ``peer``'s
+        memory (a :class:`Device` or an ordinal) once peer access is enabled.
+        A device always reaches its own memory: True for itself."""
+        peer = Device(peer)
+        if peer is self:
+            return True
+        return bool(_d.cuDeviceCanAccessPeer(self._dev, peer._dev))
+
+    def enable_peer_access(self, peer: Any) -> None:
+        """Let this device's primary context reach memory of ``peer``'s
+        primary context (``cuCtxEnablePeerAccess``).  Enabling it again is a
+        no-op.  For the device itself there is nothing to enable, and a
+        device that cannot reach ``peer`` (:meth:`can_access_peer`), a
+        ``ValueError`` says so."""
+        peer = self._peer(peer)
+        peer_ctx = peer.context
+        with self.context._pushed():
+            try:
+                _d.cuCtxEnablePeerAccess(peer_ctx.handle, 0)
+            except CUDAError as exc:
+                if exc.code != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
+                    raise
+
+    def disable_peer_access(self, peer: Any) -> None:
+        """Undo :meth:`enable_peer_access` (a no-op where it is not enabled)."""
+        peer = self._peer(peer)
+        peer_ctx = peer.context
+        with self.context._pushed():
+            try:
+                _d.cuCtxDisablePeerAccess(peer_ctx.handle)
+            except CUDAError as exc:
+                if exc.code != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED:
+                    raise
+
+    def _peer(self, peer: Any) -> "Device":
+        """``peer`` as another Device this one can reach, or a ValueError saying why not."""
+        peer = Device(peer)
+        if peer is self:
+            raise ValueError("%r is the device itself: peer access is between two devices, and a "
+                             "device always reaches its own memory" % (peer,))
+        if not _d.cuDeviceCanAccessPeer(self._dev, peer._dev):
+            raise ValueError("%r cannot reach the memory of %r (cuDeviceCanAccessPeer: no; no "
+                             "NVLink or PCIe peer path between them)" % (self, peer))
+        return peer
 
     def set_current(self) -> Context:
         """Make this device's primary context current on the calling thread."""

@@ -1,4 +1,5 @@
-"""Launching kernels: :class:`LaunchConfig` and :func:`cuabi.launch`.
+"""Launching kernels: :func:`cuabi.launch` (:class:`LaunchConfig` is in
+``cuabi._launch_config``).
 
 A launch takes five steps, in this order:
 
@@ -8,7 +9,8 @@ A launch takes five steps, in this order:
    or inferred from the driver and the arguments for this launch);
 3. the packet: the config's header, then the arguments packed per the layout;
 4. one call into libcuabi: ``cuabi_launch_packed``, or ``cuLaunchKernelEx``
-   (:func:`launch_extended`) for cluster and cooperative launches;
+   (:func:`launch_extended`) for configs with launch attributes (cluster,
+   cooperative, priority, programmatic dependent launch);
 5. the exception for a failure status.
 
 :func:`python_launch` is those steps in Python.  With cffi's compiled tier,
@@ -23,105 +25,26 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import driver as _d
 from ._address import device_pointer
 from ._backend import backend
-from ._constants import (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
-                         CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT,
+from ._constants import (CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT,
                          CU_LAUNCH_PARAM_END_AS_INT)
 from ._kernel import Kernel, infer_layout
 from ._kernel_args import HEADER, HEADER_SIZE
+from ._launch_config import LaunchConfig, pack_launch_config
 from ._stream import Stream, stream_handle
-from ._structs import FORMATS
 from .errors import ClosedError, CUDAError
 
 
-def _dim3(v: Any, what: str) -> Tuple[int, int, int]:
-    if isinstance(v, int) and not isinstance(v, bool):
-        t = (v, 1, 1)
-    elif isinstance(v, (tuple, list)) and 1 <= len(v) <= 3:
-        t = tuple(v) + (1,) * (3 - len(v))
-    else:
-        raise TypeError("%s must be an int or a tuple of 1-3 ints, got %r" % (what, v))
-    for x in t:
-        if not isinstance(x, int) or isinstance(x, bool) or not 1 <= x <= 0xFFFFFFFF:
-            raise ValueError("%s dimensions must be ints from 1 to 2**32-1, got %r" % (what, v))
-    return t  # type: ignore[return-value]
-
-
-class LaunchConfig:
-    """Launch geometry: ``LaunchConfig(grid, block, shmem=0, cluster=None, cooperative=False)``.
-
-    ``grid``/``block``/``cluster`` are ints or 1-3 tuples.  A config is
-    immutable; a launch rewrites its packet's header only when it gets a
-    different config object, so reusing one config is cheapest.  ``_hdr`` is
-    the packet header's values and ``_ex`` whether the launch needs
-    :func:`launch_extended` (both read by the compiled launch too).
-    """
-
-    __slots__ = ("grid", "block", "shmem", "cluster", "cooperative", "_hdr", "_ex")
-
-    def __init__(self, grid: Any = 1, block: Any = 1, shmem: int = 0, cluster: Any = None,
-                 cooperative: bool = False) -> None:
-        put = object.__setattr__
-        grid = _dim3(grid, "grid")
-        block = _dim3(block, "block")
-        if not isinstance(shmem, int) or isinstance(shmem, bool) or not 0 <= shmem <= 0xFFFFFFFF:
-            raise ValueError("shmem must be a byte count from 0 to 2**32-1, got %r" % (shmem,))
-        cluster = None if cluster is None else _dim3(cluster, "cluster")
-        if cluster is not None:
-            for g, c in zip(grid, cluster):
-                if g % c:
-                    raise ValueError("grid %r is not a multiple of cluster %r" % (grid, cluster))
-        put(self, "grid", grid)
-        put(self, "block", block)
-        put(self, "shmem", shmem)
-        put(self, "cluster", cluster)
-        put(self, "cooperative", bool(cooperative))
-        put(self, "_hdr", grid + block + (shmem, 0))
-        put(self, "_ex", cluster is not None or bool(cooperative))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("LaunchConfig is immutable; make a new one")
-
-    def __copy__(self) -> "LaunchConfig":
-        return self  # immutable: the object itself is its copy
-
-    def __deepcopy__(self, memo: Any) -> "LaunchConfig":
-        return self
-
-    def __reduce__(self) -> Any:
-        return (LaunchConfig, (self.grid, self.block, self.shmem, self.cluster, self.cooperative))
-
-    def __repr__(self) -> str:
-        extra = ""
-        if self.cluster:
-            extra += ", cluster=%r" % (self.cluster,)
-        if self.cooperative:
-            extra += ", cooperative=True"
-        return "LaunchConfig(grid=%r, block=%r, shmem=%d%s)" % (self.grid, self.block, self.shmem, extra)
-
-
-# the driver structs of cuLaunchKernelEx (fields: cuabi._structs.FIELDS)
-_LAUNCH_CONFIG = struct.Struct(FORMATS["CUlaunchConfig"])
-_LAUNCH_ATTR = struct.Struct(FORMATS["CUlaunchAttribute"])
-_CLUSTER_DIM = struct.Struct(FORMATS["CUlaunchAttributeValue.clusterDim"])
-
-
 def launch_extended(f: int, s: int, config: LaunchConfig, param_bytes: Any) -> int:
-    """Step 4 for cluster or cooperative launches: ``cuLaunchKernelEx`` with
-    the parameters as one buffer; returns the status (0 for success)."""
+    """Step 4 for configs with launch attributes (cluster, cooperative,
+    priority, programmatic): ``cuLaunchKernelEx`` with the parameters as one
+    buffer; returns the status (0 for success)."""
     b = backend()
-    attrs = bytearray()
-    if config.cluster is not None:
-        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, b"", _CLUSTER_DIM.pack(*config.cluster))
-    if config.cooperative:
-        attrs += _LAUNCH_ATTR.pack(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, b"", struct.pack("=i", 1))  # int cooperative
-    n_attrs = len(attrs) // _LAUNCH_ATTR.size
-    attrs_addr, keep_a = b.buffer_address(attrs)
-    cfg = bytearray(_LAUNCH_CONFIG.pack(*config.grid, *config.block, config.shmem, s, attrs_addr, n_attrs))
+    cfg, keep_a = pack_launch_config(config, s)
     params = bytes(param_bytes)
     params_addr, keep_p = b.buffer_address(bytearray(params) or bytearray(1))
     size_cell = bytearray(struct.pack("=Q", len(params)))

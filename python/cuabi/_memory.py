@@ -26,7 +26,7 @@ import struct
 import sys
 import threading
 import weakref
-from typing import Any, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import driver as _d
 from ._array_interface import cai_dict, cai_nbytes, dtype_info
@@ -35,9 +35,11 @@ from ._constants import (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ATTACH_GLOBAL, CU
                          CU_MEM_HANDLE_TYPE_NONE, CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_HOST,
                          CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
                          CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+                         CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                         CU_STREAM_LEGACY)
 from ._device import Device, current_context
 from ._interrupts import deferred
+from ._own_api import default_stream_mode
 from ._resource import NO_CONTEXT, NotCopyable, Resource, finalizing
 from ._stream import stream_handle
 from ._structs import FORMATS
@@ -526,16 +528,130 @@ class ManagedBuffer(_HostViews, _DeviceMemoryMixin, Resource):
         """Free the memory; raises ``BufferError`` while a view of it is alive."""
         self._free_or_refuse(Resource.close)
 
-    def prefetch(self, location: Any = "device", *, stream: Any = None) -> None:
-        """Migrate the memory to the device (``"device"`` or a Device) or ``"host"``."""
+    def _location(self, location: Any) -> Tuple[int, int]:
+        """A ``CUmemLocation`` (type, id): ``"device"`` (this buffer's), ``"host"``,
+        a :class:`Device` or a device ordinal."""
         if location == "host":
-            loc = (CU_MEM_LOCATION_TYPE_HOST, 0)
-        else:
-            dev = self._ctx.device if location == "device" else Device(location)
-            loc = (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
+            return (CU_MEM_LOCATION_TYPE_HOST, 0)
+        dev = self._ctx.device if location == "device" else Device(location)
+        return (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
+
+    def prefetch(self, location: Any = "device", *, stream: Any = None) -> None:
+        """Migrate the memory to the device (``"device"``, a Device or an
+        ordinal) or ``"host"``, in stream order."""
+        loc = self._location(location)
         p = self.ptr
         with self._in_context():
             _d.cuMemPrefetchAsync(p, self._size, loc, 0, stream_handle(stream))
+
+    def advise(self, advice: Any, location: Any = "device") -> None:
+        """Tell the driver how the memory will be used (``cuMemAdvise``).
+
+        ``advice`` is a ``CUmem_advise`` or its short name:
+        ``"set_read_mostly"``/``"unset_read_mostly"`` (``location`` is not
+        used), ``"set_preferred_location"``/``"unset_preferred_location"``,
+        ``"set_accessed_by"``/``"unset_accessed_by"``; ``location`` as for
+        :meth:`prefetch`.
+        """
+        a = _advice_id(advice)
+        loc = self._location(location)
+        p = self.ptr
+        with self._in_context():
+            _d.cuMemAdvise(p, self._size, a, loc)
+
+    def discard(self, *, stream: Any) -> None:
+        """Declare the contents no longer needed (``cuMemDiscardBatchAsync``,
+        CUDA 13.0+), in order on ``stream`` (not the legacy NULL stream, which
+        the driver refuses for this call): the driver may drop the pages
+        instead of migrating them; what a later read sees is undefined until
+        written."""
+        discard_batch([self], stream=stream)
+
+
+_ADVICE_PREFIX = "CU_MEM_ADVISE_"
+
+
+def _advice_id(advice: Any) -> int:
+    """A ``CUmem_advise`` from the enum, its int value, or its (short) name."""
+    if isinstance(advice, str):
+        name = advice.upper()
+        name = name if name.startswith(_ADVICE_PREFIX) else _ADVICE_PREFIX + name
+        try:
+            return int(_d.CUmem_advise[name])
+        except KeyError:
+            known = ", ".join(m.name[len(_ADVICE_PREFIX):].lower() for m in _d.CUmem_advise)
+            raise ValueError("unknown advice %r; the advice there is: %s" % (advice, known)) from None
+    if isinstance(advice, int) and not isinstance(advice, bool):
+        return int(advice)
+    raise TypeError("advice must be a CUmem_advise, int or str, got %s" % type(advice).__name__)
+
+
+_LOCATION = struct.Struct(FORMATS["CUmemLocation"])
+
+
+def _ranges(buffers: Iterable["ManagedBuffer"]) -> List["ManagedBuffer"]:
+    out = list(buffers)
+    if not out:
+        raise ValueError("a batch needs at least one ManagedBuffer")
+    for b in out:
+        if not isinstance(b, ManagedBuffer):
+            raise TypeError("a batch takes ManagedBuffers, got %s (for other memory, use "
+                            "cuabi.driver's cuMemPrefetchBatchAsync)" % type(b).__name__)
+    return out
+
+
+def _batch(buffers: Iterable["ManagedBuffer"], location: Any, stream: Any, discard: bool) -> None:
+    """One ``cuMem*BatchAsync`` call over ``buffers``: discard, prefetch to
+    ``location`` (one for all, or one per buffer), or both; ``location`` None
+    means no prefetch."""
+    bufs = _ranges(buffers)
+    ptrs = struct.pack("=%dQ" % len(bufs), *(b.ptr for b in bufs))
+    sizes = struct.pack("=%dQ" % len(bufs), *(b._size for b in bufs))
+    h = stream_handle(stream)
+    if h == CU_STREAM_LEGACY or (h == 0 and default_stream_mode() == "legacy"):
+        raise ValueError("the driver's batch prefetch and discard refuse the legacy NULL stream: pass "
+                         "stream=cuabi.Stream() (or Stream.per_thread())")
+    locs = idxs = b""
+    if location is not None:
+        if isinstance(location, (list, tuple)):
+            if len(location) != len(bufs):
+                raise ValueError("%d locations for %d buffers: give one location, or one per buffer"
+                                 % (len(location), len(bufs)))
+            per = [b._location(x) for b, x in zip(bufs, location)]
+        else:
+            per = [b._location(location) for b in bufs]
+        # runs of one location: prefetchLocs[k] applies from prefetchLocIdxs[k] on
+        starts = [i for i in range(len(per)) if i == 0 or per[i] != per[i - 1]]
+        locs = b"".join(_LOCATION.pack(*per[i]) for i in starts)
+        idxs = struct.pack("=%dQ" % len(starts), *starts)
+    n, nloc = len(bufs), len(idxs) // 8
+    ptrs_b, sizes_b = bytearray(ptrs), bytearray(sizes)  # the wrappers pass buffers by address
+    with bufs[0]._in_context():
+        if location is None:
+            _d.cuMemDiscardBatchAsync(ptrs_b, sizes_b, n, 0, h)
+        elif discard:
+            _d.cuMemDiscardAndPrefetchBatchAsync(ptrs_b, sizes_b, n, bytearray(locs), bytearray(idxs), nloc, 0, h)
+        else:
+            _d.cuMemPrefetchBatchAsync(ptrs_b, sizes_b, n, bytearray(locs), bytearray(idxs), nloc, 0, h)
+
+
+def prefetch_batch(buffers: Iterable["ManagedBuffer"], location: Union[Any, Sequence[Any]] = "device", *,
+                   stream: Any) -> None:
+    """Prefetch several managed buffers in one driver call
+    (``cuMemPrefetchBatchAsync``, CUDA 13.0+) on ``stream``, which the
+    driver requires not to be the legacy NULL stream.  ``location`` is one
+    place for all (as :meth:`ManagedBuffer.prefetch` takes) or a list with
+    one per buffer."""
+    _batch(buffers, location, stream, discard=False)
+
+
+def discard_batch(buffers: Iterable["ManagedBuffer"], *, prefetch_to: Union[Any, Sequence[Any], None] = None,
+                  stream: Any) -> None:
+    """Discard several managed buffers' contents in one driver call
+    (``cuMemDiscardBatchAsync``, CUDA 13.0+); with ``prefetch_to``, also map
+    their pages there (``cuMemDiscardAndPrefetchBatchAsync``), as
+    :func:`prefetch_batch`'s ``location``."""
+    _batch(buffers, prefetch_to, stream, discard=True)
 
 
 if sys.version_info >= (3, 12):  # pragma: no cover - exercised on 3.12+ only
@@ -913,4 +1029,28 @@ class MemoryPool(Resource):
         if self._h is None:
             raise ClosedError("MemoryPool is closed")
         return DeviceBuffer(size, stream=stream if stream is not None else 0, pool=self)
+
+    # the rest of the memory resource protocol (cuabi._memory_resource)
+
+    def deallocate(self, buffer: DeviceBuffer, stream: Any = None) -> None:
+        """Free ``buffer``, which this pool allocated, on ``stream`` (default:
+        the stream it was allocated on)."""
+        if not isinstance(buffer, DeviceBuffer) or buffer._pool is not self:
+            raise ValueError("this MemoryPool did not allocate %r" % (buffer,))
+        buffer.close(stream)
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """True: a device pool's memory is for kernels."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """False: the host reaches it only through copies."""
+        return False
+
+    @property
+    def device_id(self) -> int:
+        """The ordinal of the pool's device."""
+        return self._device.device_id
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Dict, Iterable, Optional, Sequence
+from typing import Dict, Iterable, Optional, Sequence, Union
 
+from ._program_options import ProgramOptions
 from .errors import NVRTCError
 
 _SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
@@ -202,19 +203,23 @@ class Program:
         self.name = name
         self.headers = headers
 
-    def compile(self, options: Sequence[str] = (), *, target: str = "ptx", arch: Optional[str] = None,
+    def compile(self, options: Union[ProgramOptions, Sequence[str]] = (), *, target: str = "ptx",
+                arch: Optional[str] = None,
                 name_expressions: Iterable[str] = ()) -> ObjectCode:
         """Compile to ``target`` (``"ptx"``, ``"cubin"`` or ``"ltoir"``).
 
         ``arch``: ``"sm_90"`` style (default: the current device's, else the
-        oldest architecture NVRTC supports).  ``options`` are NVRTC options.
+        oldest architecture NVRTC supports).  ``options`` are NVRTC options:
+        a :class:`cuabi.ProgramOptions` or a sequence of option strings.
         ``name_expressions`` (e.g. ``"kernel<float>"``) get their mangled
         names in the result's ``name_map``.
         """
         if target not in ("ptx", "cubin", "ltoir"):
             raise ValueError("target must be 'ptx', 'cubin' or 'ltoir', got %r" % (target,))
+        if isinstance(options, ProgramOptions):
+            options = options.as_list()
         if isinstance(options, str):
-            raise TypeError("options must be a sequence of str, not a single str")
+            raise TypeError("options must be a ProgramOptions or a sequence of str, not a single str")
         opts = [o for o in options]
         for o in opts:
             if not isinstance(o, str):

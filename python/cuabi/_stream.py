@@ -170,14 +170,18 @@ class Stream(Resource):
             _d.cuEventRecord(ev.handle, other)
             _d.cuStreamWaitEvent(h, ev.handle, 0)
 
-    def record(self, event: Optional[Event] = None) -> Event:
+    def record(self, event: Optional[Event] = None, *, timing: bool = False) -> Event:
         """Record ``event`` on this stream and return it; without one, a new
-        :class:`Event` with the defaults (timing on), so ``end - start`` works."""
+        :class:`Event` (``timing=True`` makes it a timing event, so that
+        ``end - start`` works; off by default, as for ``Event()``)."""
         if event is not None and not isinstance(event, Event):
             raise TypeError("event must be a cuabi.Event, got %s" % type(event).__name__)
+        if event is not None and timing:
+            raise ValueError("timing= is for the event record() makes; the event given was made "
+                             "%s timing" % ("with" if event.timing else "without"))
         h = self.handle
         with self._in_context():
             if event is None:
-                event = Event()
+                event = Event(timing=timing)
             event._record_on(h)
         return event

@@ -9,6 +9,7 @@ FORMATS = {
     'CUlaunchAttribute': '=I4s64s',
     'CUlaunchAttributeValue.clusterDim': '=III',
     'CUlaunchConfig': '=IIIIIII4xQQI4x',
+    'CUmemLocation': '=Ii',
     'CUmemPoolProps': '=IIIiQQH1s53s',
 }
 
@@ -17,6 +18,7 @@ FIELDS = {
     'CUlaunchAttribute': ('id', 'pad', 'value'),
     'CUlaunchAttributeValue.clusterDim': ('x', 'y', 'z'),
     'CUlaunchConfig': ('gridDimX', 'gridDimY', 'gridDimZ', 'blockDimX', 'blockDimY', 'blockDimZ', 'sharedMemBytes', 'hStream', 'attrs', 'numAttrs'),
+    'CUmemLocation': ('type', 'id'),
     'CUmemPoolProps': ('allocType', 'handleTypes', 'location.type', 'location.id', 'win32SecurityAttributes', 'maxSize', 'usage', 'gpuDirectRDMACapable', 'reserved'),
 }
 
@@ -25,5 +27,6 @@ SIZES = {
     'CUlaunchAttribute': 72,
     'CUlaunchAttributeValue.clusterDim': 12,
     'CUlaunchConfig': 56,
+    'CUmemLocation': 8,
     'CUmemPoolProps': 88,
 }

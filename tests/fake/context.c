@@ -545,6 +545,76 @@ static CUresult fake_cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags
     return CUDA_SUCCESS;
 }
 
+/* ------------------------------------------------------------ peer access */
+
+/* Every pair of distinct fake devices can reach each other's memory; a
+ * device and itself is no peer pair (0, as a driver answers). */
+static CUresult fake_cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    if (canAccessPeer == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = fake_check_device(dev);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_device(peerDev);
+    if (r == CUDA_SUCCESS)
+        *canAccessPeer = dev != peerDev;
+    return r;
+}
+
+/* The slot of peer in ctx's peer list (NULL: not there), or with add, a free one. */
+static const struct fake_context **peer_slot(struct fake_context *ctx, const struct fake_context *peer, int add)
+{
+    for (int i = 0; i < FAKE_MAX_DEVICES; i++)
+        if (ctx->peers[i] == peer)
+            return &ctx->peers[i];
+    if (add)
+        for (int i = 0; i < FAKE_MAX_DEVICES; i++)
+            if (ctx->peers[i] == NULL)
+                return &ctx->peers[i];
+    return NULL;
+}
+
+static CUresult fake_cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_context *ctx;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    const struct fake_context *peer = (const struct fake_context *)peerContext;
+    if (r == CUDA_SUCCESS && !fake_object_valid(peer, FAKE_CONTEXT))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (r == CUDA_SUCCESS && peer->device == ctx->device)
+        r = CUDA_ERROR_INVALID_DEVICE;
+    else if (r == CUDA_SUCCESS && peer_slot(ctx, peer, 0) != NULL)
+        r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else if (r == CUDA_SUCCESS) {
+        const struct fake_context **slot = peer_slot(ctx, peer, 1);
+        if (slot == NULL)
+            r = CUDA_ERROR_TOO_MANY_PEERS;
+        else
+            *slot = peer;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    struct fake_context *ctx;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    const struct fake_context **slot = NULL;
+    if (r == CUDA_SUCCESS && !fake_object_valid(peerContext, FAKE_CONTEXT))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (r == CUDA_SUCCESS && (slot = peer_slot(ctx, (const struct fake_context *)peerContext, 0)) == NULL)
+        r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    else if (r == CUDA_SUCCESS)
+        *slot = NULL;
+    fake_unlock();
+    return r;
+}
+
 const struct fake_impl fake_impls_context[] = {
     FAKE_IMPL("cuDeviceGet", 2000, fake_cuDeviceGet),
     FAKE_IMPL("cuDeviceGetCount", 2000, fake_cuDeviceGetCount),
@@ -554,6 +624,9 @@ const struct fake_impl fake_impls_context[] = {
     FAKE_IMPL("cuDeviceGetUuid", 11040, fake_cuDeviceGetUuid),
     FAKE_IMPL("cuDeviceGetPCIBusId", 4010, fake_cuDeviceGetPCIBusId),
     FAKE_IMPL("cuDeviceGetAttribute", 2000, fake_cuDeviceGetAttribute),
+    FAKE_IMPL("cuDeviceCanAccessPeer", 4000, fake_cuDeviceCanAccessPeer),
+    FAKE_IMPL("cuCtxEnablePeerAccess", 4000, fake_cuCtxEnablePeerAccess),
+    FAKE_IMPL("cuCtxDisablePeerAccess", 4000, fake_cuCtxDisablePeerAccess),
     FAKE_IMPL("cuDeviceComputeCapability", 2000, fake_cuDeviceComputeCapability),
     FAKE_IMPL("cuCtxCreate", 12050, fake_cuCtxCreate),
     FAKE_IMPL("cuCtxDestroy", 4000, fake_cuCtxDestroy),

@@ -75,6 +75,7 @@ struct fake_context {
     int primary;
     unsigned usage; /* cuCtxCreate's 1, plus one per cuCtxAttach; cuCtxDetach destroys at 0 */
     unsigned long long id;
+    const struct fake_context *peers[FAKE_MAX_DEVICES]; /* cuCtxEnablePeerAccess's, compared only */
 };
 
 /* The calling thread's current context, NULL if none (not validated). */
@@ -87,6 +88,11 @@ CUresult fake_check_device(CUdevice dev);
 /* ---- memory (memory.c) ---- */
 enum fake_memory_kind { FAKE_MEM_DEVICE = 1, FAKE_MEM_HOST, FAKE_MEM_MANAGED, FAKE_MEM_POOL };
 struct fake_pool;
+struct fake_advice {
+    unsigned char read_mostly;
+    unsigned char preferred;    /* a location as memory.c's enum fake_prefetch; 0: none */
+    unsigned short accessed_by; /* bit n: device n; bit 15: the host */
+};
 struct fake_allocation {
     void *base;
     size_t size;
@@ -98,6 +104,9 @@ struct fake_allocation {
     /* Managed memory: per page (FAKE_PAGE_SIZE) where it was last prefetched
      * to (enum fake_prefetch), allocated by the first cuMemPrefetchAsync. */
     unsigned char *prefetched;
+    /* Managed memory: per page the advice given (cuMemAdvise), allocated by
+     * the first advice. */
+    struct fake_advice *advice;
     struct fake_allocation *next;
 };
 #define FAKE_PAGE_SIZE 4096

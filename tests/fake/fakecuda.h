@@ -65,6 +65,14 @@ typedef int (*fakecuda_is_record_mode_fn)(void);
 typedef uint64_t (*fakecuda_live_allocations_fn)(void);
 typedef uint64_t (*fakecuda_live_objects_fn)(const char *kind);
 typedef uint64_t (*fakecuda_launch_count_fn)(void);
+/* What the last successful launch asked for (fakecuda_last_launch). */
+struct fakecuda_launch {
+    unsigned grid[3], block[3], shared;
+    unsigned cluster[3]; /* 1, 1, 1 without a cluster attribute */
+    int extended;        /* through cuLaunchKernelEx */
+    int cooperative, programmatic, has_priority, priority;
+};
+typedef int (*fakecuda_last_launch_fn)(struct fakecuda_launch *out);
 typedef void (*fakecuda_record_set_result_fn)(int result);
 typedef uint64_t (*fakecuda_record_count_fn)(void);
 typedef int (*fakecuda_record_last_fn)(struct fakecuda_call *out);
@@ -83,6 +91,9 @@ uint64_t fakecuda_live_allocations(void);
 uint64_t fakecuda_live_objects(const char *kind);
 /* Kernel launches executed so far (graph replays included). */
 uint64_t fakecuda_launch_count(void);
+/* Copies what the last successful launch (cuLaunchKernel or cuLaunchKernelEx,
+ * its checked attributes included) asked for into *out; returns 1. */
+int fakecuda_last_launch(struct fakecuda_launch *out);
 /* Record mode (and echo entry points): the CUresult every recording closure
  * returns from now on. */
 void fakecuda_record_set_result(int result);

@@ -98,6 +98,7 @@ static void allocation_delete(struct fake_allocation *victim)
         pool_release(victim->pool, victim->size);
     live_allocations--;
     free(victim->prefetched);
+    free(victim->advice);
     free(victim->base);
     free(victim);
 }
@@ -525,60 +526,253 @@ static struct fake_allocation *managed_pages(uintptr_t p, size_t n, size_t *firs
     return a;
 }
 
-static CUresult fake_cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemLocation location,
-                                        unsigned int flags, CUstream hStream)
+/* A CUmemLocation as a page's location byte (enum fake_prefetch). */
+static CUresult location_code(CUmemLocation location, unsigned char *where)
 {
-    struct fake_context *ctx;
-    struct fake_stream *s = NULL;
-    unsigned char where;
     CUresult r;
-    if (flags != 0)
-        return CUDA_ERROR_INVALID_VALUE; /* reserved, must be 0 */
     switch (location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
         if ((r = fake_check_device(location.id)) != CUDA_SUCCESS)
             return r; /* CUDA_ERROR_INVALID_DEVICE for an ordinal out of range */
-        where = (unsigned char)(PREFETCH_DEVICE0 + location.id);
-        break;
+        *where = (unsigned char)(PREFETCH_DEVICE0 + location.id);
+        return CUDA_SUCCESS;
     case CU_MEM_LOCATION_TYPE_HOST:
-        where = PREFETCH_HOST; /* the id is ignored */
-        break;
+        *where = PREFETCH_HOST; /* the id is ignored */
+        return CUDA_SUCCESS;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
         if (location.id != 0)
             return CUDA_ERROR_INVALID_VALUE; /* the fake's host has one NUMA node, 0 */
-        where = PREFETCH_HOST_NUMA0;
-        break;
+        *where = PREFETCH_HOST_NUMA0;
+        return CUDA_SUCCESS;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-        where = PREFETCH_HOST_NUMA0; /* the id is ignored */
-        break;
+        *where = PREFETCH_HOST_NUMA0; /* the id is ignored */
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
-    fake_lock();
-    r = fake_require_context(&ctx);
+}
+
+/* The context and stream checks of an asynchronous managed-memory
+ * operation. Caller holds the lock. */
+static CUresult managed_stream_ok(CUstream hStream)
+{
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    CUresult r = fake_require_context(&ctx);
     if (r == CUDA_SUCCESS)
         r = fake_check_stream(hStream, &s);
     if (r == CUDA_SUCCESS && fake_stream_capturing(s))
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the fake has no prefetch nodes */
+    return r;
+}
+
+/* Marks [devPtr, devPtr + count) as prefetched to where (with discard: as
+ * discarded, its contents 0xDD). Caller holds the lock. */
+static CUresult prefetch_range(CUdeviceptr devPtr, size_t count, unsigned char where, int discard)
+{
     size_t first = 0, last = 0;
-    struct fake_allocation *a = NULL;
-    if (r == CUDA_SUCCESS && (a = managed_pages((uintptr_t)devPtr, count, &first, &last)) == NULL)
-        r = CUDA_ERROR_INVALID_VALUE; /* only managed memory can be prefetched */
-    if (r == CUDA_SUCCESS && a->prefetched == NULL) {
+    struct fake_allocation *a = managed_pages((uintptr_t)devPtr, count, &first, &last);
+    if (a == NULL)
+        return CUDA_ERROR_INVALID_VALUE; /* only managed memory can be prefetched or discarded */
+    if (a->prefetched == NULL) {
         a->prefetched = calloc((a->size + FAKE_PAGE_SIZE - 1) / FAKE_PAGE_SIZE, 1);
         if (a->prefetched == NULL)
-            r = CUDA_ERROR_OUT_OF_MEMORY;
+            return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (discard)
+        memset((unsigned char *)(uintptr_t)devPtr, 0xDD, count);
+    memset(a->prefetched + first, discard ? PREFETCH_NEVER : where, last - first + 1);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                        unsigned int flags, CUstream hStream)
+{
+    unsigned char where;
+    CUresult r;
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE; /* reserved, must be 0 */
+    if ((r = location_code(location, &where)) != CUDA_SUCCESS)
+        return r;
+    fake_lock();
+    r = managed_stream_ok(hStream);
     if (r == CUDA_SUCCESS)
-        memset(a->prefetched + first, where, last - first + 1);
+        r = prefetch_range(devPtr, count, where, 0);
     fake_unlock();
     return r;
+}
+
+/* The batch forms (CUDA 13.0): prefetchLocs[k] applies to the operations
+ * from prefetchLocIdxs[k] to the next entry's index; the first index is 0.
+ * Ranges are checked before any is touched. As on an H200 with driver 580,
+ * the legacy NULL stream is refused (NULL through the legacy variant, or
+ * CU_STREAM_LEGACY); per_thread says which variant was called. */
+static CUresult batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
+                      size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream,
+                      int discard, int prefetch, int per_thread)
+{
+    if (dptrs == NULL || sizes == NULL || count == 0 || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (hStream == CU_STREAM_LEGACY || (hStream == NULL && !per_thread))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (prefetch && (prefetchLocs == NULL || prefetchLocIdxs == NULL || numPrefetchLocs == 0 ||
+                     numPrefetchLocs > count || prefetchLocIdxs[0] != 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned char where = 0;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t k = 0; prefetch && k < numPrefetchLocs && r == CUDA_SUCCESS; k++) {
+        if (k > 0 && (prefetchLocIdxs[k] <= prefetchLocIdxs[k - 1] || prefetchLocIdxs[k] >= count))
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            r = location_code(prefetchLocs[k], &where);
+    }
+    if (r != CUDA_SUCCESS)
+        return r;
+    fake_lock();
+    r = managed_stream_ok(hStream);
+    size_t first, last;
+    for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++)
+        if (managed_pages((uintptr_t)dptrs[i], sizes[i], &first, &last) == NULL)
+            r = CUDA_ERROR_INVALID_VALUE;
+    size_t k = 0;
+    for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        if (discard)
+            r = prefetch_range(dptrs[i], sizes[i], 0, 1);
+        if (prefetch && r == CUDA_SUCCESS) {
+            while (k + 1 < numPrefetchLocs && prefetchLocIdxs[k + 1] <= i)
+                k++;
+            location_code(prefetchLocs[k], &where);
+            r = prefetch_range(dptrs[i], sizes[i], where, 0);
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+#define BATCH_FUNCTIONS(suffix, per_thread)                                                                    \
+    static CUresult fake_cuMemPrefetchBatchAsync##suffix(CUdeviceptr *dptrs, size_t *sizes, size_t count,       \
+                                                         CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,   \
+                                                         size_t numPrefetchLocs, unsigned long long flags,       \
+                                                         CUstream hStream)                                       \
+    {                                                                                                            \
+        return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, 0, 1, \
+                     per_thread);                                                                                \
+    }                                                                                                            \
+    static CUresult fake_cuMemDiscardBatchAsync##suffix(CUdeviceptr *dptrs, size_t *sizes, size_t count,        \
+                                                        unsigned long long flags, CUstream hStream)              \
+    {                                                                                                            \
+        return batch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, 1, 0, per_thread);                     \
+    }                                                                                                            \
+    static CUresult fake_cuMemDiscardAndPrefetchBatchAsync##suffix(                                              \
+        CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,  \
+        size_t numPrefetchLocs, unsigned long long flags, CUstream hStream)                                      \
+    {                                                                                                            \
+        return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream, 1, 1, \
+                     per_thread);                                                                                \
+    }
+BATCH_FUNCTIONS(, 0)
+BATCH_FUNCTIONS(_ptsz, 1)
+
+/* Advice, kept per page: read-mostly, a preferred location, the devices (and
+ * the host) that access the range. */
+static CUresult fake_cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+{
+    unsigned char where = 0;
+    CUresult r = CUDA_SUCCESS;
+    int needs_location = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION || advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
+                         advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
+    if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (needs_location && (r = location_code(location, &where)) != CUDA_SUCCESS)
+        return r;
+    if (needs_location && advice != CU_MEM_ADVISE_SET_PREFERRED_LOCATION && where == PREFETCH_HOST_NUMA0)
+        return CUDA_ERROR_INVALID_VALUE; /* accessed-by takes a device or the host */
+    fake_lock();
+    size_t first = 0, last = 0;
+    struct fake_allocation *a = managed_pages((uintptr_t)devPtr, count, &first, &last);
+    if (a == NULL)
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && a->advice == NULL) {
+        a->advice = calloc((a->size + FAKE_PAGE_SIZE - 1) / FAKE_PAGE_SIZE, sizeof *a->advice);
+        if (a->advice == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    unsigned short bit = where == PREFETCH_HOST ? 0x8000 : (unsigned short)(1u << ((where - PREFETCH_DEVICE0) & 15));
+    for (size_t i = first; r == CUDA_SUCCESS && i <= last; i++) {
+        struct fake_advice *p = &a->advice[i];
+        switch (advice) {
+        case CU_MEM_ADVISE_SET_READ_MOSTLY: p->read_mostly = 1; break;
+        case CU_MEM_ADVISE_UNSET_READ_MOSTLY: p->read_mostly = 0; break;
+        case CU_MEM_ADVISE_SET_PREFERRED_LOCATION: p->preferred = where; break;
+        case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION: p->preferred = 0; break;
+        case CU_MEM_ADVISE_SET_ACCESSED_BY: p->accessed_by |= bit; break;
+        default: p->accessed_by &= (unsigned short)~bit; break;
+        }
+    }
+    fake_unlock();
+    return r;
+}
+
+/* The advice attributes of a range: read-mostly and the preferred location
+ * where every page has them, the devices every page is accessed by. Caller
+ * holds the lock. */
+static CUresult advice_attribute(void *data, size_t dataSize, CUmem_range_attribute attribute,
+                                 const struct fake_allocation *a, size_t first, size_t last)
+{
+    static const struct fake_advice none = { 0, 0, 0 };
+    int read_mostly = 1, preferred = -1;
+    unsigned short accessed = 0xFFFF;
+    for (size_t i = first; i <= last; i++) {
+        const struct fake_advice *p = a->advice != NULL ? &a->advice[i] : &none;
+        read_mostly &= p->read_mostly;
+        preferred = preferred == -1 || preferred == p->preferred ? p->preferred : 0;
+        accessed &= p->accessed_by;
+    }
+    if (attribute == CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY) {
+        if (dataSize % 4 != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        int *out = data;
+        size_t n = 0;
+        for (int bit = 0; bit < 16; bit++)
+            if (accessed & (1u << bit)) {
+                if (n == dataSize / 4)
+                    return CUDA_ERROR_INVALID_VALUE;
+                out[n++] = bit == 15 ? (int)CU_DEVICE_CPU : bit;
+            }
+        while (n < dataSize / 4)
+            out[n++] = (int)CU_DEVICE_INVALID;
+        return CUDA_SUCCESS;
+    }
+    if (dataSize != 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    int value;
+    if (attribute == CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY)
+        value = read_mostly;
+    else if (attribute == CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
+        value = preferred <= 0 ? (int)CU_DEVICE_INVALID
+                : preferred >= PREFETCH_DEVICE0 ? preferred - PREFETCH_DEVICE0 : (int)CU_DEVICE_CPU;
+    else
+        return CUDA_ERROR_NOT_SUPPORTED;
+    memcpy(data, &value, sizeof value);
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute,
                                             CUdeviceptr devPtr, size_t count)
 {
-    if (data == NULL || dataSize != 4)
+    if (data == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attribute == CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY || attribute == CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION ||
+        attribute == CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY) {
+        size_t first = 0, last = 0;
+        fake_lock();
+        const struct fake_allocation *a = managed_pages((uintptr_t)devPtr, count, &first, &last);
+        CUresult r = a == NULL ? CUDA_ERROR_INVALID_VALUE
+                               : advice_attribute(data, dataSize, attribute, a, first, last);
+        fake_unlock();
+        return r;
+    }
+    if (dataSize != 4)
         return CUDA_ERROR_INVALID_VALUE;
     if (attribute != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION &&
         attribute != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE &&
@@ -939,6 +1133,13 @@ const struct fake_impl fake_impls_memory[] = {
     FAKE_IMPL("cuMemPrefetchAsync", 12020, fake_cuMemPrefetchAsync),
     FAKE_IMPL_PT("cuMemPrefetchAsync", 12020, fake_cuMemPrefetchAsync),
     FAKE_IMPL("cuMemRangeGetAttribute", 8000, fake_cuMemRangeGetAttribute),
+    FAKE_IMPL("cuMemAdvise", 12020, fake_cuMemAdvise),
+    FAKE_IMPL("cuMemPrefetchBatchAsync", 13000, fake_cuMemPrefetchBatchAsync),
+    FAKE_IMPL_PT("cuMemPrefetchBatchAsync", 13000, fake_cuMemPrefetchBatchAsync_ptsz),
+    FAKE_IMPL("cuMemDiscardBatchAsync", 13000, fake_cuMemDiscardBatchAsync),
+    FAKE_IMPL_PT("cuMemDiscardBatchAsync", 13000, fake_cuMemDiscardBatchAsync_ptsz),
+    FAKE_IMPL("cuMemDiscardAndPrefetchBatchAsync", 13000, fake_cuMemDiscardAndPrefetchBatchAsync),
+    FAKE_IMPL_PT("cuMemDiscardAndPrefetchBatchAsync", 13000, fake_cuMemDiscardAndPrefetchBatchAsync_ptsz),
     FAKE_IMPL("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
     FAKE_IMPL_PT("cuMemAllocAsync", 11020, fake_cuMemAllocAsync),
     FAKE_IMPL("cuMemAllocFromPoolAsync", 11020, fake_cuMemAllocFromPoolAsync),

@@ -28,6 +28,7 @@ struct fake_function {
     char name[NAME_MAX_LEN];
     int max_dynamic_shared;
     int carveout;
+    int non_portable_cluster; /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
 };
 
 struct fake_global {
@@ -47,6 +48,15 @@ struct fake_module {
 
 #define STATIC_SHARED_LIMIT (48 * 1024)
 #define OPTIN_SHARED_LIMIT (227 * 1024)
+/* The occupancy model's multiprocessor (context.c's device attributes). */
+#define SM_COUNT 4
+#define SM_SHARED (228 * 1024)
+#define SM_THREADS 2048
+#define SM_BLOCKS 32
+#define SM_REGISTERS 65536
+#define REGS_PER_THREAD 16 /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+#define PORTABLE_CLUSTER 8
+#define NON_PORTABLE_CLUSTER 16
 
 /* ------------------------------------------------------------ image parsing */
 
@@ -706,11 +716,12 @@ static CUresult fake_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CU
     } else {
         switch (attrib) {
         case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-        case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
+        case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = REGS_PER_THREAD; break;
         case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 90; break;
         case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
         case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_shared; break;
         case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = f->carveout; break;
+        case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *pi = f->non_portable_cluster; break;
         case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
         case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
         case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
@@ -719,7 +730,6 @@ static CUresult fake_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CU
         case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
         case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
         case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
-        case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
         case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
             *pi = 0; /* the host kernels use no static shared, constant or local memory */
             break;
@@ -743,6 +753,8 @@ static CUresult fake_cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute a
         f->max_dynamic_shared = value;
     else if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && value >= -1 && value <= 100)
         f->carveout = value;
+    else if (attrib == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED && (value == 0 || value == 1))
+        f->non_portable_cluster = value;
     else
         r = CUDA_ERROR_INVALID_VALUE;
     fake_unlock();
@@ -814,11 +826,233 @@ static CUresult fake_cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, si
     return param_info(kernel, paramIndex, paramOffset, paramSize);
 }
 
+
+/* -------------------------------------------------------------- occupancy */
+
+/* A simple occupancy model: a block takes its threads rounded up to whole
+ * warps, REGS_PER_THREAD registers a thread and its dynamic shared memory;
+ * a multiprocessor holds what fits of SM_THREADS, SM_BLOCKS, SM_REGISTERS and
+ * SM_SHARED. Dynamic shared memory above the function's limit (48 KiB until
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raises it) fits no block,
+ * as on a GPU. Caller holds the lock. */
+static int blocks_per_sm(const struct fake_function *f, int block_size, size_t dynamic_shared)
+{
+    size_t shared_limit = f->max_dynamic_shared > STATIC_SHARED_LIMIT ? (size_t)f->max_dynamic_shared
+                                                                       : STATIC_SHARED_LIMIT;
+    if (block_size <= 0 || block_size > 1024 || dynamic_shared > shared_limit)
+        return 0;
+    int threads = (block_size + 31) / 32 * 32;
+    int n = SM_BLOCKS;
+    if (SM_THREADS / threads < n)
+        n = SM_THREADS / threads;
+    if (SM_REGISTERS / (REGS_PER_THREAD * threads) < n)
+        n = SM_REGISTERS / (REGS_PER_THREAD * threads);
+    if (dynamic_shared != 0 && (int)(SM_SHARED / dynamic_shared) < n)
+        n = (int)(SM_SHARED / dynamic_shared);
+    return n;
+}
+
+static CUresult fake_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+                                                                           int blockSize, size_t dynamicSMemSize,
+                                                                           unsigned int flags)
+{
+    if (numBlocks == NULL || blockSize <= 0 || flags > 1) /* 1: CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE */
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(func, FAKE_FUNCTION))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else
+        *numBlocks = blocks_per_sm((const struct fake_function *)func, blockSize, dynamicSMemSize);
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                                 size_t dynamicSMemSize)
+{
+    return fake_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, 0);
+}
+
+/* The block size (a multiple of the warp, or the limit itself) that keeps
+ * the most threads resident, the largest on a tie; the callback, when
+ * given, says the dynamic shared memory each block size needs. */
+static CUresult fake_cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+                                                               CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                               size_t dynamicSMemSize, int blockSizeLimit,
+                                                               unsigned int flags)
+{
+    if (minGridSize == NULL || blockSize == NULL || blockSizeLimit < 0 || flags > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(func, FAKE_FUNCTION)) {
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        const struct fake_function *f = (const struct fake_function *)func;
+        int limit = blockSizeLimit == 0 || blockSizeLimit > 1024 ? 1024 : blockSizeLimit;
+        int best = 0, best_size = 0, best_blocks = 0;
+        for (int bs = limit; bs > 0; bs = (bs % 32) ? bs / 32 * 32 : bs - 32) {
+            size_t shared = blockSizeToDynamicSMemSize != NULL ? blockSizeToDynamicSMemSize(bs) : dynamicSMemSize;
+            int n = blocks_per_sm(f, bs, shared);
+            if (n * bs > best) {
+                best = n * bs;
+                best_size = bs;
+                best_blocks = n;
+            }
+        }
+        *blockSize = best_size;
+        *minGridSize = best_blocks * SM_COUNT;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                                      CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                      size_t dynamicSMemSize, int blockSizeLimit)
+{
+    return fake_cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                                          dynamicSMemSize, blockSizeLimit, 0);
+}
+
+static CUresult fake_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+                                                             int blockSize)
+{
+    if (dynamicSmemSize == NULL || numBlocks <= 0 || blockSize <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    if (!fake_object_valid(func, FAKE_FUNCTION)) {
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else if (blocks_per_sm((const struct fake_function *)func, blockSize, 0) < numBlocks) {
+        *dynamicSmemSize = 0; /* that many blocks do not fit even without shared memory */
+    } else {
+        size_t each = SM_SHARED / (size_t)numBlocks;
+        *dynamicSmemSize = each < OPTIN_SHARED_LIMIT ? each : OPTIN_SHARED_LIMIT;
+    }
+    fake_unlock();
+    return r;
+}
+
+/* The cluster dimension attribute of a launch config (NULL: none). */
+static const CUlaunchAttribute *find_attribute(const CUlaunchConfig *config, CUlaunchAttributeID id)
+{
+    for (unsigned i = 0; i < config->numAttrs; i++)
+        if (config->attrs[i].id == id)
+            return &config->attrs[i];
+    return NULL;
+}
+
+static CUresult fake_cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config)
+{
+    if (clusterSize == NULL || config == NULL || (config->numAttrs != 0 && config->attrs == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_function *f = (const struct fake_function *)func;
+    if (!fake_object_valid(f, FAKE_FUNCTION))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (blocks_per_sm(f, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
+                           config->sharedMemBytes) == 0)
+        *clusterSize = 0;
+    else
+        *clusterSize = f->non_portable_cluster ? NON_PORTABLE_CLUSTER : PORTABLE_CLUSTER;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+    if (numClusters == NULL || config == NULL || (config->numAttrs != 0 && config->attrs == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUlaunchAttribute *a = find_attribute(config, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    if (a == NULL)
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE; /* the fake's kernels have no compile-time cluster */
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_function *f = (const struct fake_function *)func;
+    uint64_t size = (uint64_t)a->value.clusterDim.x * a->value.clusterDim.y * a->value.clusterDim.z;
+    int max_size = f->non_portable_cluster ? NON_PORTABLE_CLUSTER : PORTABLE_CLUSTER;
+    if (!fake_object_valid(f, FAKE_FUNCTION))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (size == 0 || size > (uint64_t)max_size)
+        r = CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    else
+        *numClusters = (int)((uint64_t)SM_COUNT *
+                             blocks_per_sm(f, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
+                                           config->sharedMemBytes) / size);
+    fake_unlock();
+    return r;
+}
+
+/* The launch attributes of the last launch (fakecuda_last_launch). */
+static struct fakecuda_launch last_launch;
+
+FAKE_EXPORT int fakecuda_last_launch(struct fakecuda_launch *out)
+{
+    fake_lock();
+    *out = last_launch;
+    fake_unlock();
+    return 1;
+}
+
+/* Checks cuLaunchKernelEx's attributes as a driver does and fills *seen.
+ * Caller holds the lock. */
+static CUresult launch_attributes(const struct fake_function *f, const CUlaunchConfig *config,
+                                  struct fakecuda_launch *seen)
+{
+    const unsigned grid[3] = { config->gridDimX, config->gridDimY, config->gridDimZ };
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        const CUlaunchAttribute *a = &config->attrs[i];
+        switch (a->id) {
+        case CU_LAUNCH_ATTRIBUTE_IGNORE:
+            break;
+        case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
+            const unsigned c[3] = { a->value.clusterDim.x, a->value.clusterDim.y, a->value.clusterDim.z };
+            uint64_t size = (uint64_t)c[0] * c[1] * c[2];
+            int max_size = f->non_portable_cluster ? NON_PORTABLE_CLUSTER : PORTABLE_CLUSTER;
+            if (size == 0 || size > (uint64_t)max_size)
+                return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+            for (int d = 0; d < 3; d++) {
+                if (grid[d] % c[d])
+                    return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+                seen->cluster[d] = c[d];
+            }
+            break;
+        }
+        case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: {
+            seen->cooperative = a->value.cooperative;
+            uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+            int per_sm = blocks_per_sm(f, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
+                                       config->sharedMemBytes);
+            if (a->value.cooperative && blocks > (uint64_t)per_sm * SM_COUNT)
+                return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+            break;
+        }
+        case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+            seen->priority = a->value.priority;
+            seen->has_priority = 1;
+            break;
+        case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+            if (a->value.programmaticStreamSerializationAllowed != 0 &&
+                a->value.programmaticStreamSerializationAllowed != 1)
+                return CUDA_ERROR_INVALID_VALUE;
+            seen->programmatic = a->value.programmaticStreamSerializationAllowed;
+            break;
+        default:
+            return CUDA_ERROR_INVALID_VALUE; /* an attribute the fake does not model */
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 /* --------------------------------------------------------------- launches */
 
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
-                       CUstream hStream, void **kernelParams, void **extra)
+                       CUstream hStream, void **kernelParams, void **extra, const CUlaunchConfig *config)
 {
+    struct fakecuda_launch seen = { .cluster = { 1, 1, 1 } };
     struct fake_context *ctx;
     struct fake_stream *s = NULL;
     fake_lock();
@@ -840,6 +1074,8 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
         r = CUDA_ERROR_INVALID_VALUE;
         goto done;
     }
+    if (config != NULL && (r = launch_attributes(f, config, &seen)) != CUDA_SUCCESS)
+        goto done;
 
     const struct fake_kernel *k = f->kernel;
     size_t offsets[FAKE_KERNEL_MAX_PARAMS];
@@ -902,6 +1138,15 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
         memcpy(op.u.kernel.params + offsets[i], src, k->param_size[i]);
     }
     r = fake_submit(s, &op);
+    if (r == CUDA_SUCCESS) {
+        for (int i = 0; i < 3; i++) {
+            seen.grid[i] = grid[i];
+            seen.block[i] = block[i];
+        }
+        seen.shared = shared;
+        seen.extended = config != NULL;
+        last_launch = seen;
+    }
 done:
     fake_unlock();
     return r;
@@ -914,7 +1159,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
 {
     const unsigned grid[3] = { gridDimX, gridDimY, gridDimZ };
     const unsigned block[3] = { blockDimX, blockDimY, blockDimZ };
-    return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra);
+    return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra, NULL);
 }
 
 static CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -923,7 +1168,7 @@ static CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
         return CUDA_ERROR_INVALID_VALUE;
     const unsigned grid[3] = { config->gridDimX, config->gridDimY, config->gridDimZ };
     const unsigned block[3] = { config->blockDimX, config->blockDimY, config->blockDimZ };
-    return launch(f, grid, block, config->sharedMemBytes, config->hStream, kernelParams, extra);
+    return launch(f, grid, block, config->sharedMemBytes, config->hStream, kernelParams, extra, config);
 }
 
 const struct fake_impl fake_impls_module[] = {
@@ -946,6 +1191,14 @@ const struct fake_impl fake_impls_module[] = {
     FAKE_IMPL("cuFuncSetBlockShape", 2000, fake_cuFuncSetBlockShape),
     FAKE_IMPL("cuFuncGetParamInfo", 12040, fake_cuFuncGetParamInfo),
     FAKE_IMPL("cuKernelGetParamInfo", 12040, fake_cuKernelGetParamInfo),
+    FAKE_IMPL("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050, fake_cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    FAKE_IMPL("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", 7000,
+              fake_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+    FAKE_IMPL("cuOccupancyMaxPotentialBlockSize", 6050, fake_cuOccupancyMaxPotentialBlockSize),
+    FAKE_IMPL("cuOccupancyMaxPotentialBlockSizeWithFlags", 7000, fake_cuOccupancyMaxPotentialBlockSizeWithFlags),
+    FAKE_IMPL("cuOccupancyAvailableDynamicSMemPerBlock", 10020, fake_cuOccupancyAvailableDynamicSMemPerBlock),
+    FAKE_IMPL("cuOccupancyMaxPotentialClusterSize", 11070, fake_cuOccupancyMaxPotentialClusterSize),
+    FAKE_IMPL("cuOccupancyMaxActiveClusters", 11070, fake_cuOccupancyMaxActiveClusters),
     FAKE_IMPL("cuLaunchKernel", 4000, fake_cuLaunchKernel),
     FAKE_IMPL_PT("cuLaunchKernel", 7000, fake_cuLaunchKernel),
     FAKE_IMPL("cuLaunchKernelEx", 11060, fake_cuLaunchKernelEx),

@@ -171,6 +171,15 @@ class Fake:
     def launch_count(self):
         return self.lib.fakecuda_launch_count()
 
+    def last_launch(self):
+        """What the last successful launch asked for (struct fakecuda_launch), as a dict."""
+        raw = (ctypes.c_int * 15)()
+        assert self.lib.fakecuda_last_launch(raw)
+        v = list(raw)
+        return dict(grid=tuple(v[0:3]), block=tuple(v[3:6]), shared=v[6], cluster=tuple(v[7:10]),
+                    extended=v[10], cooperative=v[11], programmatic=v[12],
+                    priority=v[14] if v[13] else None)
+
     def request(self, name):
         """(count, version, flags) of the driver's cuGetProcAddress_v2 requests for ``name``."""
         info = (ctypes.c_uint64 * 4)()  # struct fakecuda_request: unsigned, int, u64 flags, int, int
@@ -210,6 +219,15 @@ def ctx():
     c.close()
 
 
+@pytest.fixture
+def module(ctx):
+    """tests/python/data/kernels.ptx loaded in device 0's primary context (the fake's kernels)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kernels.ptx")) as f:
+        m = cuabi.Module.from_ptx(f.read())
+    yield m
+    m.close()
+
+
 def needs(entry_point):
     """Skip unless the loaded driver provides ``entry_point``; on the fake driver,
     which implements everything the tests use, fail instead."""
@@ -219,6 +237,13 @@ def needs(entry_point):
         if FAKE is not None:
             pytest.fail("the fake driver must provide %s for this test (%s)" % (entry_point, e.name))
         pytest.skip("the driver in use does not provide %s" % entry_point)
+
+
+def needs_clusters(entry_point):
+    """needs(entry_point), and skip below compute capability 9.0 (no thread block clusters)."""
+    needs(entry_point)
+    if cuabi.Device(0).compute_capability < (9, 0):
+        pytest.skip("thread block clusters need compute capability 9.0")
 
 
 # ---------------------------------------------------------- expected skips
@@ -270,6 +295,7 @@ _ALLOWED_SKIPS = [
     ("could not import 'torch'", lambda: not _importable("torch")),
     ("could not import 'cupy'", lambda: not _importable("cupy")),
     ("PyTorch without CUDA", lambda: True),
+    ("needs two GPUs", lambda: REAL_GPU),  # peer access on a one-GPU machine
     # CI installs these for CPython (.ci/setup.sh); PyPy's venv has none of them, nor
     # has the fresh venv that tests an installed wheel (the wheel and pytest only)
     ("could not import 'numpy'", lambda: not _CPYTHON or INSTALLED),

@@ -245,8 +245,8 @@ def test_from_handle_refuses_what_is_no_stream(ctx):
 def test_events_time_the_work_between_them(ctx):
     """Two timing events recorded on a stream give elapsed milliseconds, also as end - start."""
     s = cuabi.Stream()
-    a = cuabi.Event()
-    b = cuabi.Event(blocking_sync=True)
+    a = cuabi.Event(timing=True)
+    b = cuabi.Event(timing=True, blocking_sync=True)
     s.record(a)
     s.record(b)
     b.sync()
@@ -256,11 +256,11 @@ def test_events_time_the_work_between_them(ctx):
 
 
 def test_event_without_timing_has_no_elapsed_time(ctx):
-    """end - start with an event made with timing=False is a ValueError that says so."""
-    a = cuabi.Stream.default().record(cuabi.Event())
-    n = cuabi.Stream.default().record(cuabi.Event(timing=False))
+    """end - start with an event made without timing (the default) is a ValueError that says so."""
+    a = cuabi.Stream.default().record(cuabi.Event(timing=True))
+    n = cuabi.Stream.default().record(cuabi.Event())
     n.sync()
-    with pytest.raises(ValueError, match="timing=False"):
+    with pytest.raises(ValueError, match=r"without timing \(the default\); make it with Event\(timing=True\)"):
         n - a  # noqa: B018
 
 
@@ -271,7 +271,7 @@ def test_event_arguments_are_checked(ctx):
         a - 3  # noqa: B018
     assert a.__sub__(3) is NotImplemented
     with pytest.raises(ValueError):
-        cuabi.Event(interprocess=True)
+        cuabi.Event(interprocess=True, timing=True)
 
 
 def test_record_takes_only_events(ctx):
@@ -283,7 +283,7 @@ def test_record_takes_only_events(ctx):
 def test_closed_event_refuses_use(ctx):
     """A closed event can be neither recorded nor timed."""
     s = cuabi.Stream()
-    a, b = cuabi.Event(), cuabi.Event()
+    a, b = cuabi.Event(timing=True), cuabi.Event(timing=True)
     s.record(b)
     a.close()
     with pytest.raises(ClosedError):
@@ -314,3 +314,47 @@ def test_stream_handle_helper():
         stream_handle(True)
     with pytest.raises(TypeError):
         stream_handle(3.0)
+
+
+def test_a_device_is_no_peer_of_itself(ctx):
+    """A device reaches its own memory; enabling peer access to itself is a ValueError that says why."""
+    dev = cuabi.Device(0)
+    assert dev.can_access_peer(dev) and dev.can_access_peer(0)
+    with pytest.raises(ValueError, match="the device itself"):
+        dev.enable_peer_access(0)
+    with pytest.raises(ValueError, match="the device itself"):
+        dev.disable_peer_access(dev)
+    with pytest.raises(ValueError, match="out of range"):
+        dev.can_access_peer(cuabi.Device.count())
+
+
+@pytest.mark.fake
+def test_peer_access_between_two_fake_devices(fake):
+    """With two devices, peer access is enabled and disabled in the driver, each twice without error."""
+    from conftest import run_json
+
+    out = run_json("""
+        import json, cuabi
+        from cuabi import driver as d
+        from cuabi.errors import CUDAError
+        a, b = cuabi.Device(0), cuabi.Device(1)
+
+        def raw(call):  # the driver's own answer, in a's context
+            with a.context:
+                try:
+                    call()
+                    return "ok"
+                except CUDAError as exc:
+                    return exc.name
+
+        out = {"can": [a.can_access_peer(b), b.can_access_peer(0)]}
+        a.enable_peer_access(b)
+        a.enable_peer_access(1)
+        out["after_enable"] = raw(lambda: d.cuCtxEnablePeerAccess(b.context.handle, 0))
+        a.disable_peer_access(b)
+        a.disable_peer_access(b)
+        out["after_disable"] = raw(lambda: d.cuCtxDisablePeerAccess(b.context.handle))
+        print(json.dumps(out))
+    """, env={"FAKECUDA_DEVICE_COUNT": "2"})
+    assert out == {"can": [True, True], "after_enable": "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+                   "after_disable": "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"}

@@ -91,10 +91,10 @@ def test_events_time_real_work(kernels):
     n = 1 << 22
     b = cuabi.DeviceBuffer(4 * n)
     s = cuabi.Stream()
-    start = s.record(cuabi.Event())
+    start = s.record(cuabi.Event(timing=True))
     for _ in range(20):
         cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), k, b, n)
-    end = s.record(cuabi.Event())
+    end = s.record(cuabi.Event(timing=True))
     end.sync()
     assert end - start > 0.0
 
@@ -126,7 +126,7 @@ def test_torch_interop(kernels):
     t = torch.arange(1024, dtype=torch.float32, device="cuda")
     ts = torch.cuda.current_stream()
     cuabi.launch(ts.cuda_stream, cuabi.LaunchConfig(4, 256), k, t, t.numel())
-    ts.sync()
+    ts.synchronize()
     assert torch.equal(t.cpu(), torch.arange(1024, dtype=torch.float32) + 1)
     # a cuabi buffer seen by torch through DLPack, computed on both sides
     b = cuabi.DeviceBuffer(4 * 1024)
@@ -162,3 +162,89 @@ def test_cupy_interop(kernels):
     assert struct.unpack("512f", b.to_bytes())[0] == 2.0
     d = cp.from_dlpack(b.view("f4"))
     assert float(d.sum()) == 1024.0
+
+
+def test_peer_access_on_gpus():
+    """Peer access between the first two GPUs, where they have a peer path (one GPU: skipped)."""
+    if cuabi.Device.count() < 2:
+        pytest.skip("needs two GPUs (one GPU shows only the device-itself path, tested elsewhere)")
+    a, b = cuabi.Device(0), cuabi.Device(1)
+    if not a.can_access_peer(b):
+        with pytest.raises(ValueError, match="cannot reach"):
+            a.enable_peer_access(b)
+        return
+    a.enable_peer_access(b)
+    a.enable_peer_access(b)  # a second time is a no-op
+    a.disable_peer_access(b)
+
+
+SHARED_SRC = r'''
+extern "C" __global__ void reverse_in_shared(const int *in, int *out, int n)
+{
+    extern __shared__ int tile[];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) tile[i] = in[i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = tile[n - 1 - i];
+}
+'''
+
+
+def test_more_than_48k_dynamic_shared_memory_on_gpu():
+    """A kernel uses 100 KiB of dynamic shared memory once max_dynamic_shared_size_bytes allows it."""
+    ctx = cuabi.Device(0).set_current()
+    try:
+        k = cuabi.Program(SHARED_SRC).compile().load().get_kernel("reverse_in_shared", "ppi")
+        n = 100 * 1024 // 4
+        src, dst = cuabi.DeviceBuffer(4 * n), cuabi.DeviceBuffer(4 * n)
+        src.copy_from(struct.pack("%di" % n, *range(n)))
+        cfg = cuabi.LaunchConfig(1, 256, shmem=4 * n)
+        with pytest.raises(cuabi.CUDAError):
+            cuabi.launch(None, cfg, k, src, dst, n)
+        k.max_dynamic_shared_size_bytes = 4 * n
+        cuabi.launch(None, cfg, k, src, dst, n)
+        cuabi.Stream.legacy().sync()
+        assert struct.unpack("%di" % n, dst.to_bytes()) == tuple(range(n - 1, -1, -1))
+        assert k.max_active_blocks_per_multiprocessor(256, 4 * n) >= 1
+        assert k.available_dynamic_shared_memory_per_block(1, 256) >= 4 * n
+    finally:
+        ctx.close()
+
+
+PDL_SRC = r'''
+extern "C" __global__ void produce(int *data, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] = 2 * i;
+    __syncthreads();
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+extern "C" __global__ void consume(const int *data, int *out, int n)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = data[i] + 1;
+}
+'''
+
+
+def test_programmatic_dependent_launch_on_gpu():
+    """A PDL launch (programmatic=True) after its producer reads the producer's results once it waits."""
+    dev = cuabi.Device(0)
+    if dev.compute_capability < (9, 0):
+        pytest.skip("programmatic dependent launch needs compute capability 9.0")
+    ctx = dev.set_current()
+    try:
+        mod = cuabi.Program(PDL_SRC).compile().load()
+        produce, consume = mod.get_kernel("produce", "pi"), mod.get_kernel("consume", "ppi")
+        n = 1 << 16
+        data, out = cuabi.DeviceBuffer(4 * n), cuabi.DeviceBuffer(4 * n)
+        s = cuabi.Stream()
+        for _ in range(3):
+            out.fill(0)
+            cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256), produce, data, n)
+            cuabi.launch(s, cuabi.LaunchConfig(n // 256, 256, programmatic=True, priority=0), consume, data, out, n)
+            s.sync()
+            got = struct.unpack("%di" % n, out.to_bytes())
+            assert got[0] == 1 and got[12345] == 2 * 12345 + 1 and got[-1] == 2 * (n - 1) + 1
+    finally:
+        ctx.close()

@@ -216,6 +216,7 @@ def test_pinned_buffer_close_waits_for_its_views(ctx):
     """close() refuses while a view lives, works once it is gone (twice is fine), then views are refused."""
     p = cuabi.PinnedBuffer(32)
     mv = p.memoryview()
+    mv[0] = 0xA5  # fresh pinned memory holds whatever it held (the fake fills it with 0xA5; a GPU does not)
     with pytest.raises(BufferError, match="still alive"):
         p.close()
     assert not p.closed and mv[0] == 0xA5
@@ -271,10 +272,96 @@ def test_managed_buffer_arguments_and_close(ctx):
         m.memoryview()
 
 
+def _range_attribute(buf, attribute, n=1):
+    out = bytearray(4 * n)
+    d.cuMemRangeGetAttribute(out, 4 * n, attribute, buf.ptr, len(buf))
+    values = struct.unpack("=%di" % n, out)
+    return values[0] if n == 1 else list(values)
+
+
 def _last_prefetch(buf):
-    out = bytearray(4)
-    d.cuMemRangeGetAttribute(out, 4, d.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, buf.ptr, len(buf))
-    return struct.unpack("=i", out)[0]
+    return _range_attribute(buf, d.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION)
+
+
+def test_managed_advice(ctx):
+    """advise() sets and unsets read-mostly, the preferred location and accessed-by, as the driver reports."""
+    from conftest import needs
+
+    needs("cuMemAdvise")
+    m = cuabi.ManagedBuffer(3 * 4096)
+    m.advise("set_read_mostly")
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY) == 1
+    m.advise("unset_read_mostly")
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY) == 0
+    m.advise("set_preferred_location", "host")
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION) == d.CU_DEVICE_CPU
+    m.advise(d.CU_MEM_ADVISE_SET_PREFERRED_LOCATION, 0)
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION) == 0
+    m.advise("unset_preferred_location")
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION) == d.CU_DEVICE_INVALID
+    m.advise("set_accessed_by", cuabi.Device(0))
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, 2) == [0, d.CU_DEVICE_INVALID]
+    m.advise("unset_accessed_by", "device")
+    assert _range_attribute(m, d.CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, 2) == [d.CU_DEVICE_INVALID] * 2
+    with pytest.raises(ValueError, match="set_read_mostly"):
+        m.advise("read_rarely")
+
+
+@pytest.mark.fake
+def test_managed_discard(ctx, fake):
+    """discard() reaches the driver for the whole buffer (the fake marks discarded bytes 0xDD)."""
+    from conftest import needs
+
+    needs("cuMemDiscardBatchAsync")
+    m = cuabi.ManagedBuffer(5000)
+    m[0:5000] = b"\1" * 5000
+    m.prefetch("device")
+    m.discard(stream=cuabi.Stream())
+    cuabi.Stream.legacy().sync()
+    assert m.to_bytes() == b"\xdd" * 5000
+    assert _last_prefetch(m) == d.CU_DEVICE_INVALID
+
+
+def test_batch_prefetch_and_discard(ctx):
+    """prefetch_batch and discard_batch move several buffers in one call, to one or per-buffer places."""
+    from conftest import FAKE, needs
+
+    needs("cuMemPrefetchBatchAsync")
+    bufs = [cuabi.ManagedBuffer(4096) for _ in range(3)]
+    s = cuabi.Stream()
+    cuabi.prefetch_batch(bufs, "host", stream=s)
+    s.sync()
+    assert [_last_prefetch(b) for b in bufs] == [d.CU_DEVICE_CPU] * 3
+    cuabi.prefetch_batch(bufs, ["device", "host", 0], stream=s)
+    s.sync()
+    assert [_last_prefetch(b) for b in bufs] == [0, d.CU_DEVICE_CPU, 0]
+    cuabi.discard_batch(bufs[:2], prefetch_to="host", stream=s)
+    cuabi.discard_batch(bufs[2:], stream=cuabi.Stream.per_thread())
+    s.sync()
+    assert [_last_prefetch(b) for b in bufs][:2] == [d.CU_DEVICE_CPU] * 2  # as an H200 reported
+    if FAKE is not None:  # where a discard alone leaves the pages is the fake's model, not a driver promise
+        assert _last_prefetch(bufs[2]) == d.CU_DEVICE_INVALID
+    with pytest.raises(ValueError, match="one per buffer"):
+        cuabi.prefetch_batch(bufs, ["host"], stream=s)
+    with pytest.raises(ValueError, match="at least one"):
+        cuabi.discard_batch([], stream=s)
+    with pytest.raises(TypeError, match="cuMemPrefetchBatchAsync"):
+        cuabi.prefetch_batch([cuabi.DeviceBuffer(64)], stream=s)
+
+
+def test_batches_refuse_the_legacy_null_stream(ctx):
+    """The batch calls name the legacy NULL stream, which the driver refuses, before calling it."""
+    from conftest import needs
+
+    needs("cuMemPrefetchBatchAsync")
+    m = cuabi.ManagedBuffer(4096)
+    for legacy in (None, cuabi.Stream.legacy()):
+        with pytest.raises(ValueError, match="legacy NULL stream"):
+            cuabi.prefetch_batch([m], "host", stream=legacy)
+        with pytest.raises(ValueError, match="legacy NULL stream"):
+            m.discard(stream=legacy)
+    with pytest.raises(CUDAError, match="INVALID_VALUE"):  # the driver itself, called raw
+        d.cuMemDiscardBatchAsync(bytearray(struct.pack("=Q", m.ptr)), bytearray(struct.pack("=Q", 4096)), 1, 0, 0)
 
 
 def test_managed_prefetch(ctx):

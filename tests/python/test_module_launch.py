@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from conftest import needs
+from conftest import needs, needs_clusters
 
 import cuabi
 from cuabi.errors import ClosedError, CUDAError
@@ -13,13 +13,6 @@ from cuabi.errors import ClosedError, CUDAError
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 with open(os.path.join(DATA, "kernels.ptx")) as _f:
     PTX = _f.read()
-
-
-@pytest.fixture
-def module(ctx):
-    m = cuabi.Module.from_ptx(PTX)
-    yield m
-    m.close()
 
 
 def _saxpy_check(kernel, launcher, n=1000):
@@ -84,15 +77,15 @@ def test_launch_geometry(module):
 
 def test_cluster_launch(module):
     """A cluster config launches through cuLaunchKernelEx with its geometry."""
-    needs("cuLaunchKernelEx")
-    dev = cuabi.Device(0)
-    if dev.compute_capability < (9, 0):
-        pytest.skip("thread block clusters need compute capability 9.0")
+    needs_clusters("cuLaunchKernelEx")
     k = module.get_kernel("launch_info", "p")
     out = cuabi.DeviceBuffer(28)
-    cuabi.launch(None, cuabi.LaunchConfig(grid=4, block=64, cluster=2), k, out)
+    cuabi.launch(None, cuabi.LaunchConfig(grid=4, block=64, cluster=2, grid_unit="blocks"), k, out)
     cuabi.Stream.legacy().sync()
     assert struct.unpack("7I", out.to_bytes())[:4] == (4, 1, 1, 64)
+    cuabi.launch(None, cuabi.LaunchConfig(grid=4, block=64, cluster=2, grid_unit="clusters"), k, out)
+    cuabi.Stream.legacy().sync()
+    assert struct.unpack("7I", out.to_bytes())[:4] == (8, 1, 1, 64)
 
 
 def test_pointer_argument_kinds(module):
@@ -154,16 +147,19 @@ def test_launch_after_errors_with_alternating_configs(module):
 
 
 @pytest.mark.parametrize("bad", [dict(grid=0), dict(block=(1, 2, 3, 4)), dict(grid="1"), dict(shmem=-1),
-                                 dict(grid=3, cluster=2), dict(block=1.5)])
+                                 dict(grid=3, cluster=2, grid_unit="blocks"), dict(block=1.5),
+                                 dict(grid=4, cluster=2), dict(grid=4, grid_unit="clusters"),
+                                 dict(grid=4, cluster=2, grid_unit="warps"), dict(priority=1.0),
+                                 dict(grid=2**31, cluster=2, grid_unit="clusters")])
 def test_launch_config_validation(bad):
-    """LaunchConfig refuses zero or too many dimensions, non-ints, negative shmem and ragged clusters."""
+    """LaunchConfig refuses bad dimensions, shmem, units (a cluster without grid_unit) and priorities."""
     with pytest.raises((TypeError, ValueError)):
         cuabi.LaunchConfig(**bad)
 
 
 def test_launch_config_normalises_dimensions():
     """Grid, block and cluster become 3-tuples; the repr says cooperative."""
-    cfg = cuabi.LaunchConfig(grid=[4, 2], block=64, cluster=(2, 1), cooperative=True)
+    cfg = cuabi.LaunchConfig(grid=[4, 2], block=64, cluster=(2, 1), cooperative=True, grid_unit="blocks")
     assert cfg.grid == (4, 2, 1) and cfg.block == (64, 1, 1) and cfg.cluster == (2, 1, 1)
     assert "cooperative" in repr(cfg)
 
@@ -307,3 +303,53 @@ def test_concurrent_launches_from_threads(module, fake):
     for t in ts:
         t.join()
     assert errs == [] and fake.launch_count() - before == 2000
+
+
+@pytest.mark.fake
+def test_launch_attributes_reach_the_driver(module, fake):
+    """Priority, PDL, cooperative and cluster configs pass their attributes to cuLaunchKernelEx."""
+    k = module.get_kernel("empty", "")
+    cuabi.launch(None, cuabi.LaunchConfig(2, 32), k)
+    assert fake.last_launch()["extended"] == 0  # no attributes: the packed launch
+    cuabi.launch(None, cuabi.LaunchConfig(2, 32, priority=-3, programmatic=True), k)
+    seen = fake.last_launch()
+    assert seen["extended"] == 1 and seen["priority"] == -3 and seen["programmatic"] == 1
+    assert seen["cooperative"] == 0 and seen["cluster"] == (1, 1, 1)
+    cuabi.launch(None, cuabi.LaunchConfig((3, 2), 32, cluster=(2, 2), grid_unit="clusters", cooperative=True), k)
+    seen = fake.last_launch()
+    assert seen["grid"] == (6, 4, 1) and seen["cluster"] == (2, 2, 1) and seen["cooperative"] == 1
+    assert seen["priority"] is None and seen["programmatic"] == 0
+
+
+def test_cluster_grid_units(module):
+    """grid_unit='clusters' multiplies the grid by the cluster; 'blocks' keeps it; grid_clusters divides."""
+    by_clusters = cuabi.LaunchConfig(grid=(3, 2), block=64, cluster=(2, 1), grid_unit="clusters")
+    by_blocks = cuabi.LaunchConfig(grid=(6, 2), block=64, cluster=(2, 1), grid_unit="blocks")
+    assert by_clusters.grid == by_blocks.grid == (6, 2, 1)
+    assert by_clusters.grid_clusters == by_blocks.grid_clusters == (3, 2, 1)
+    assert by_clusters._hdr == by_blocks._hdr
+    assert cuabi.LaunchConfig(4).grid_clusters is None
+    with pytest.raises(ValueError, match="grid_unit='clusters'"):
+        cuabi.LaunchConfig(grid=4, cluster=2)
+
+
+def test_launch_config_with_attributes_pickles_to_an_equal_config():
+    """A config with cluster, priority and PDL pickles to one with the same geometry and attributes."""
+    import pickle
+
+    cfg = cuabi.LaunchConfig(grid=2, block=64, cluster=2, grid_unit="clusters", priority=-1, programmatic=True)
+    back = pickle.loads(pickle.dumps(cfg))
+    assert (back.grid, back.cluster, back.priority, back.programmatic) == ((4, 1, 1), (2, 1, 1), -1, True)
+    assert back._attrs == cfg._attrs and back._hdr == cfg._hdr
+    assert "priority=-1" in repr(cfg) and "programmatic=True" in repr(cfg)
+
+
+def test_cooperative_launch_too_large_is_refused(module):
+    """A cooperative launch with more blocks than can be resident at once is refused by the driver."""
+    needs("cuLaunchKernelEx")
+    k = module.get_kernel("empty", "")
+    fits = k.max_active_blocks_per_multiprocessor(1024) * cuabi.Device(0).multiprocessor_count
+    cuabi.launch(None, cuabi.LaunchConfig(fits, 1024, cooperative=True), k)
+    cuabi.Stream.legacy().sync()
+    with pytest.raises(CUDAError, match="COOPERATIVE_LAUNCH_TOO_LARGE"):
+        cuabi.launch(None, cuabi.LaunchConfig(fits + 1, 1024, cooperative=True), k)

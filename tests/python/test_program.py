@@ -139,3 +139,39 @@ def test_candidates_include_env_and_toolkit(monkeypatch):
     assert c[0] == ("CUABI_LIBNVRTC", "/opt/x/libnvrtc.so.13")
     assert ("cuda.pathfinder", None) in c
     assert ("toolkit", os.path.join("/opt/cuda-test", "lib64", "libnvrtc.so.13")) in c
+
+
+def test_program_options_become_nvrtc_options():
+    """Each ProgramOptions field set becomes its NVRTC option; unset fields add nothing."""
+    assert cuabi.ProgramOptions().as_list() == []
+    opts = cuabi.ProgramOptions(arch="sm_90", std="c++17", device_debug=True, lineinfo=True, use_fast_math=True,
+                                ftz=False, fmad=True, max_register_count=64, relocatable_device_code=True,
+                                define_macro={"N": "4", "FAST": None}, undefine_macro=["SLOW"],
+                                include_path=["/inc"], pre_include=["pre.h"], disable_warnings=True,
+                                split_compile=2, ptxas_options=["-v"], extra=["--dopt=on"])
+    assert opts.as_list() == [
+        "-arch=sm_90", "-std=c++17", "-G", "-lineinfo", "--use_fast_math", "-rdc=true", "-w", "--ftz=false",
+        "--fmad=true", "--maxrregcount=64", "--split-compile=2", "-DN=4", "-DFAST", "-USLOW", "-I/inc",
+        "--pre-include=pre.h", "--ptxas-options=-v", "--dopt=on"]
+    assert cuabi.ProgramOptions(define_macro=["A", "B=2"]).as_list() == ["-DA", "-DB=2"]
+
+
+@pytest.mark.parametrize("bad, error", [
+    (dict(arch="90"), ValueError), (dict(std="17"), ValueError), (dict(lineinfo=1), TypeError),
+    (dict(ftz="yes"), TypeError), (dict(max_register_count=-1), ValueError),
+    (dict(include_path="/inc"), TypeError), (dict(extra=[""]), TypeError)])
+def test_program_options_are_checked(bad, error):
+    """A malformed ProgramOptions field is refused, naming the field, before NVRTC sees it."""
+    name = next(iter(bad))
+    with pytest.raises(error, match=name):
+        cuabi.ProgramOptions(**bad).as_list()
+
+
+@needs_nvrtc
+def test_compile_takes_program_options():
+    """compile() takes a ProgramOptions: its macros reach the source, its arch is used as given."""
+    src = "extern \"C\" __global__ void k(int *p) { p[0] = VALUE; }"
+    obj = cuabi.Program(src).compile(cuabi.ProgramOptions(define_macro={"VALUE": "1234"}, arch="compute_75"))
+    assert b"1234" in obj.code and b".target sm_75" in obj.code
+    with pytest.raises(ValueError, match="given twice"):
+        cuabi.Program(src).compile(cuabi.ProgramOptions(arch="sm_75"), arch="sm_80")

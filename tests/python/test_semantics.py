@@ -110,19 +110,25 @@ def test_copy_from_and_copy_to_take_equal_sizes(ctx):
     assert out == b"\7" * 4
 
 
-def test_record_without_an_event_gives_a_timing_event(ctx):
-    """Events made by Stream.record() time: end - start is a float."""
+def test_record_without_an_event_times_only_when_asked(ctx):
+    """Stream.record() makes an event without timing, record(timing=True) one whose end - start is a float."""
     s = cuabi.Stream()
-    a, b = s.record(), s.record()
+    a, b = s.record(timing=True), s.record(timing=True)
     assert a.timing and isinstance(b - a, float)
+    plain = s.record()
+    assert not plain.timing and not cuabi.Event().timing
+    with pytest.raises(ValueError, match="timing=True"):
+        plain - a  # noqa: B018
+    with pytest.raises(ValueError, match="timing= is for the event record"):
+        s.record(plain, timing=True)
 
 
 def test_unrecorded_event_timing_says_so(ctx):
     """end - start with an unrecorded event names it in the error."""
     s = cuabi.Stream()
-    a = s.record()
+    a = s.record(timing=True)
     with pytest.raises(CUDAError, match="end event was never recorded"):
-        cuabi.Event() - a
+        cuabi.Event(timing=True) - a
 
 
 @pytest.mark.fake  # uses a destroyed handle, which only the fake is sure to refuse
