@@ -275,11 +275,14 @@ static void append_value(cuabi_text *line, const cuabi_trace_library *lib, int k
     case CUABI_TRACE_STRING:
         append_string(line, (const char *)(uintptr_t)bits);
         break;
-    default:
+    case CUABI_TRACE_POINTER:
         if (bits == 0)
             cuabi_text_append(line, "NULL");
         else
             cuabi_text_append(line, "0x%llx", (unsigned long long)bits);
+        break;
+    default:
+        cuabi_text_append(line, "0x%llx", (unsigned long long)bits);
         break;
     }
 }
@@ -316,7 +319,7 @@ static void append_param(cuabi_text *line, const cuabi_trace_library *lib, const
     cuabi_text_append(line, "%s%s=", k != 0 ? ", " : "", lib->strings + p->name);
     switch (p->kind) {
     case CUABI_TRACE_OUT:
-        append_value(line, lib, CUABI_TRACE_HEX, 0, bits);
+        append_value(line, lib, CUABI_TRACE_POINTER, 0, bits);
         if (succeeded && bits != 0) {
             cuabi_text_append(line, "->");
             append_value(line, lib, p->pointee, p->aux,
@@ -324,7 +327,7 @@ static void append_param(cuabi_text *line, const cuabi_trace_library *lib, const
         }
         break;
     case CUABI_TRACE_STRINGS: {
-        append_value(line, lib, CUABI_TRACE_HEX, 0, bits);
+        append_value(line, lib, CUABI_TRACE_POINTER, 0, bits);
         int64_t n = (int64_t)args[p->aux];
         const char *const *strings = (const char *const *)(uintptr_t)bits;
         if (strings == NULL || n <= 0)

@@ -15,7 +15,8 @@ enum {
     CUABI_TRACE_INT,     /* signed, in decimal */
     CUABI_TRACE_UINT,    /* unsigned, in decimal */
     CUABI_TRACE_SIZE,    /* a size_t, in decimal */
-    CUABI_TRACE_HEX,     /* a handle, a pointer, a device address or flags: 0x..., NULL */
+    CUABI_TRACE_HEX,     /* a device address or flags: 0x... */
+    CUABI_TRACE_POINTER, /* a handle or a pointer: 0x..., or NULL */
     CUABI_TRACE_ENUM,    /* an enumerator's name (aux: the library's enum), else decimal */
     CUABI_TRACE_FLOAT,
     CUABI_TRACE_DOUBLE,

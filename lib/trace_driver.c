@@ -1684,102 +1684,102 @@ static const char strings[37465] =
     "CU_TENSOR_MAP_ALLOC_CLASS_LARGE\0";
 
 static const cuabi_trace_param params[1471] = {
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuArray3DCreate pHandle */
-    { 8, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArray3DCreate pAllocateArray */
-    { 42, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArray3DGetDescriptor pArrayDescriptor */
-    { 59, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArray3DGetDescriptor hArray */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuArrayCreate pHandle */
-    { 8, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayCreate pAllocateArray */
-    { 59, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayDestroy hArray */
-    { 42, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetDescriptor pArrayDescriptor */
-    { 59, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetDescriptor hArray */
-    { 141, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetMemoryRequirements memoryRequirements */
-    { 160, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetMemoryRequirements array */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuArray3DCreate pHandle */
+    { 8, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArray3DCreate pAllocateArray */
+    { 42, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArray3DGetDescriptor pArrayDescriptor */
+    { 59, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArray3DGetDescriptor hArray */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuArrayCreate pHandle */
+    { 8, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayCreate pAllocateArray */
+    { 59, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayDestroy hArray */
+    { 42, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetDescriptor pArrayDescriptor */
+    { 59, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetDescriptor hArray */
+    { 141, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetMemoryRequirements memoryRequirements */
+    { 160, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetMemoryRequirements array */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetMemoryRequirements device */
-    { 206, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuArrayGetPlane pPlaneArray */
-    { 59, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetPlane hArray */
+    { 206, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuArrayGetPlane pPlaneArray */
+    { 59, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetPlane hArray */
     { 218, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetPlane planeIdx */
-    { 247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetSparseProperties sparseProperties */
-    { 160, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetSparseProperties array */
+    { 247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetSparseProperties sparseProperties */
+    { 160, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuArrayGetSparseProperties array */
     { 291, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessCheckpoint pid */
-    { 295, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessCheckpoint args */
+    { 295, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessCheckpoint args */
     { 291, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessGetRestoreThreadId pid */
     { 333, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuCheckpointProcessGetRestoreThreadId tid */
     { 291, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessGetState pid */
     { 375, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 1 }, /* cuCheckpointProcessGetState state */
     { 291, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessLock pid */
-    { 295, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessLock args */
+    { 295, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessLock args */
     { 291, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessRestore pid */
-    { 295, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessRestore args */
+    { 295, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessRestore args */
     { 291, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessUnlock pid */
-    { 295, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessUnlock args */
+    { 295, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointProcessUnlock args */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* cuCoredumpGetAttribute attrib */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpGetAttribute value */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpGetAttribute value */
     { 499, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuCoredumpGetAttribute size */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* cuCoredumpGetAttributeGlobal attrib */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpGetAttributeGlobal value */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpGetAttributeGlobal value */
     { 499, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuCoredumpGetAttributeGlobal size */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* cuCoredumpSetAttribute attrib */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpSetAttribute value */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpSetAttribute value */
     { 499, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuCoredumpSetAttribute size */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* cuCoredumpSetAttributeGlobal attrib */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpSetAttributeGlobal value */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpSetAttributeGlobal value */
     { 499, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuCoredumpSetAttributeGlobal size */
-    { 612, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCtxAttach pctx */
+    { 612, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCtxAttach pctx */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxAttach flags */
-    { 612, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCtxCreate pctx */
-    { 638, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxCreate ctxCreateParams */
+    { 612, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCtxCreate pctx */
+    { 638, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxCreate ctxCreateParams */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxCreate flags */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxCreate dev */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxDestroy ctx */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxDetach ctx */
-    { 704, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxDisablePeerAccess peerContext */
-    { 704, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxEnablePeerAccess peerContext */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxDestroy ctx */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxDetach ctx */
+    { 704, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxDisablePeerAccess peerContext */
+    { 704, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxEnablePeerAccess peerContext */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxEnablePeerAccess Flags */
-    { 767, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCtxFromGreenCtx pContext */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxFromGreenCtx hCtx */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetApiVersion ctx */
+    { 767, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCtxFromGreenCtx pContext */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxFromGreenCtx hCtx */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetApiVersion ctx */
     { 799, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuCtxGetApiVersion version */
     { 826, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 3 }, /* cuCtxGetCacheConfig pconfig */
-    { 612, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCtxGetCurrent pctx */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetDevResource hCtx */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetDevResource resource */
+    { 612, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCtxGetCurrent pctx */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetDevResource hCtx */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetDevResource resource */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* cuCtxGetDevResource type */
     { 166, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuCtxGetDevice device */
     { 166, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuCtxGetDevice_v2 device */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetDevice_v2 ctx */
-    { 937, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetExecAffinity pExecAffinity */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetDevice_v2 ctx */
+    { 937, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetExecAffinity pExecAffinity */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 5 }, /* cuCtxGetExecAffinity type */
     { 617, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuCtxGetFlags flags */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetId ctx */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxGetId ctx */
     { 986, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuCtxGetId ctxId */
     { 1003, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuCtxGetLimit pvalue */
     { 1010, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 6 }, /* cuCtxGetLimit limit */
     { 1030, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 7 }, /* cuCtxGetSharedMemConfig pConfig */
     { 1062, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuCtxGetStreamPriorityRange leastPriority */
     { 1076, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuCtxGetStreamPriorityRange greatestPriority */
-    { 612, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCtxPopCurrent pctx */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxPushCurrent ctx */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxRecordEvent hCtx */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxRecordEvent hEvent */
+    { 612, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCtxPopCurrent pctx */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxPushCurrent ctx */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxRecordEvent hCtx */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxRecordEvent hEvent */
     { 1207, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 3 }, /* cuCtxSetCacheConfig config */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxSetCurrent ctx */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxSetCurrent ctx */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxSetFlags flags */
     { 1010, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 6 }, /* cuCtxSetLimit limit */
     { 493, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxSetLimit value */
     { 1207, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 7 }, /* cuCtxSetSharedMemConfig config */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxSynchronize_v2 ctx */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxWaitEvent hCtx */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxWaitEvent hEvent */
-    { 1359, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDestroyExternalMemory extMem */
-    { 1390, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDestroyExternalSemaphore extSem */
-    { 1424, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuDevResourceGenerateDesc phDesc */
-    { 1431, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevResourceGenerateDesc resources */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxSynchronize_v2 ctx */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxWaitEvent hCtx */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCtxWaitEvent hEvent */
+    { 1359, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDestroyExternalMemory extMem */
+    { 1390, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDestroyExternalSemaphore extSem */
+    { 1424, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuDevResourceGenerateDesc phDesc */
+    { 1431, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevResourceGenerateDesc resources */
     { 1441, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevResourceGenerateDesc nbResources */
-    { 1479, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount result */
+    { 1479, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount result */
     { 1486, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuDevSmResourceSplitByCount nbGroups */
-    { 1495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount input */
-    { 1501, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount remaining */
+    { 1495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount input */
+    { 1501, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount remaining */
     { 1511, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount useFlags */
     { 1520, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplitByCount minCount */
     { 1564, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuDeviceCanAccessPeer canAccessPeer */
@@ -1796,34 +1796,34 @@ static const cuabi_trace_param params[1471] = {
     { 654, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuDeviceGetByPCIBusId dev */
     { 1698, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetByPCIBusId pciBusId */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuDeviceGetCount count */
-    { 1752, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuDeviceGetDefaultMemPool pool_out */
+    { 1752, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuDeviceGetDefaultMemPool pool_out */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetDefaultMemPool dev */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetDevResource device */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetDevResource resource */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetDevResource resource */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* cuDeviceGetDevResource type */
     { 1670, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuDeviceGetExecAffinitySupport pi */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 5 }, /* cuDeviceGetExecAffinitySupport type */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetExecAffinitySupport dev */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetGraphMemAttribute device */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 9 }, /* cuDeviceGetGraphMemAttribute attr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetGraphMemAttribute value */
-    { 1883, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetHostAtomicCapabilities capabilities */
-    { 1896, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetHostAtomicCapabilities operations */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetGraphMemAttribute value */
+    { 1883, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetHostAtomicCapabilities capabilities */
+    { 1896, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetHostAtomicCapabilities operations */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetHostAtomicCapabilities count */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetHostAtomicCapabilities dev */
-    { 1941, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetLuid luid */
+    { 1941, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetLuid luid */
     { 1946, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuDeviceGetLuid deviceNodeMask */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetLuid dev */
-    { 1977, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuDeviceGetMemPool pool */
+    { 1977, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuDeviceGetMemPool pool */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetMemPool dev */
-    { 2001, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetName name */
+    { 2001, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetName name */
     { 2006, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetName len */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetName dev */
-    { 2026, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetNvSciSyncAttributes nvSciSyncAttrList */
+    { 2026, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetNvSciSyncAttributes nvSciSyncAttrList */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetNvSciSyncAttributes dev */
     { 617, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetNvSciSyncAttributes flags */
-    { 1883, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities capabilities */
-    { 1896, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities operations */
+    { 1883, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities capabilities */
+    { 1896, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities operations */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities count */
     { 2075, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities srcDevice */
     { 2085, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAtomicCapabilities dstDevice */
@@ -1831,16 +1831,16 @@ static const cuabi_trace_param params[1471] = {
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 10 }, /* cuDeviceGetP2PAttribute attrib */
     { 2075, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAttribute srcDevice */
     { 2085, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetP2PAttribute dstDevice */
-    { 1698, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetPCIBusId pciBusId */
+    { 1698, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetPCIBusId pciBusId */
     { 2006, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetPCIBusId len */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetPCIBusId dev */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetProperties prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetProperties prop */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetProperties dev */
     { 2210, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuDeviceGetTexture1DLinearMaxWidth maxWidthInElements */
     { 2229, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 11 }, /* cuDeviceGetTexture1DLinearMaxWidth format */
     { 2236, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetTexture1DLinearMaxWidth numChannels */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetTexture1DLinearMaxWidth dev */
-    { 2288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetUuid uuid */
+    { 2288, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetUuid uuid */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetUuid dev */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGraphMemTrim device */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevicePrimaryCtxGetState dev */
@@ -1848,393 +1848,393 @@ static const cuabi_trace_param params[1471] = {
     { 2332, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuDevicePrimaryCtxGetState active */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevicePrimaryCtxRelease dev */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevicePrimaryCtxReset dev */
-    { 612, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuDevicePrimaryCtxRetain pctx */
+    { 612, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuDevicePrimaryCtxRetain pctx */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevicePrimaryCtxRetain dev */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevicePrimaryCtxSetFlags dev */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevicePrimaryCtxSetFlags flags */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceRegisterAsyncNotification device */
-    { 2475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceRegisterAsyncNotification callbackFunc */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceRegisterAsyncNotification userData */
-    { 2497, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuDeviceRegisterAsyncNotification callback */
+    { 2475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceRegisterAsyncNotification callbackFunc */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceRegisterAsyncNotification userData */
+    { 2497, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuDeviceRegisterAsyncNotification callback */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceSetGraphMemAttribute device */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 9 }, /* cuDeviceSetGraphMemAttribute attr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceSetGraphMemAttribute value */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceSetGraphMemAttribute value */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceSetMemPool dev */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceSetMemPool pool */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceSetMemPool pool */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuDeviceTotalMem bytes */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceTotalMem dev */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceUnregisterAsyncNotification device */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceUnregisterAsyncNotification callback */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceUnregisterAsyncNotification callback */
     { 2652, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuDriverGetVersion driverVersion */
-    { 2685, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuEventCreate phEvent */
+    { 2685, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuEventCreate phEvent */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventCreate Flags */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventDestroy hEvent */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventDestroy hEvent */
     { 2722, CUABI_TRACE_OUT, CUABI_TRACE_FLOAT, 4, 0 }, /* cuEventElapsedTime pMilliseconds */
-    { 2736, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventElapsedTime hStart */
-    { 2743, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventElapsedTime hEnd */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventQuery hEvent */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecord hEvent */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecord hStream */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags hEvent */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags hStream */
+    { 2736, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventElapsedTime hStart */
+    { 2743, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventElapsedTime hEnd */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventQuery hEvent */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecord hEvent */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecord hStream */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags hEvent */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags hStream */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags flags */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventSynchronize hEvent */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventSynchronize hEvent */
     { 2848, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer devPtr */
-    { 1359, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer extMem */
-    { 2855, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer bufferDesc */
-    { 2898, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuExternalMemoryGetMappedMipmappedArray mipmap */
-    { 1359, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedMipmappedArray extMem */
-    { 2905, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedMipmappedArray mipmapDesc */
+    { 1359, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer extMem */
+    { 2855, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer bufferDesc */
+    { 2898, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuExternalMemoryGetMappedMipmappedArray mipmap */
+    { 1359, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedMipmappedArray extMem */
+    { 2905, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedMipmappedArray mipmapDesc */
     { 2956, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 12 }, /* cuFlushGPUDirectRDMAWrites target */
     { 2963, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 13 }, /* cuFlushGPUDirectRDMAWrites scope */
     { 1670, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuFuncGetAttribute pi */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 14 }, /* cuFuncGetAttribute attrib */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetAttribute hfunc */
-    { 3028, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuFuncGetModule hmod */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetModule hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetAttribute hfunc */
+    { 3028, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuFuncGetModule hmod */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetModule hfunc */
     { 2001, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* cuFuncGetName name */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetName hfunc */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetParamInfo func */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetName hfunc */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetParamInfo func */
     { 3068, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetParamInfo paramIndex */
     { 3079, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuFuncGetParamInfo paramOffset */
     { 3091, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuFuncGetParamInfo paramSize */
     { 375, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 15 }, /* cuFuncIsLoaded state */
-    { 3125, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncIsLoaded function */
-    { 3125, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncLoad function */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetAttribute hfunc */
+    { 3125, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncIsLoaded function */
+    { 3125, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncLoad function */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetAttribute hfunc */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 14 }, /* cuFuncSetAttribute attrib */
     { 493, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetAttribute value */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetBlockShape hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetBlockShape hfunc */
     { 3179, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetBlockShape x */
     { 3181, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetBlockShape y */
     { 3183, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetBlockShape z */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetCacheConfig hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetCacheConfig hfunc */
     { 1207, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 3 }, /* cuFuncSetCacheConfig config */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetSharedMemConfig hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetSharedMemConfig hfunc */
     { 1207, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 7 }, /* cuFuncSetSharedMemConfig config */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetSharedSize hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetSharedSize hfunc */
     { 2593, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncSetSharedSize bytes */
     { 3276, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 0 }, /* cuGetErrorName error */
     { 3282, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* cuGetErrorName pStr */
     { 3276, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 0 }, /* cuGetErrorString error */
     { 3282, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* cuGetErrorString pStr */
-    { 3322, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGetExportTable ppExportTable */
-    { 3336, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGetExportTable pExportTableId */
+    { 3322, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGetExportTable ppExportTable */
+    { 3336, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGetExportTable pExportTableId */
     { 3368, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuGetProcAddress symbol */
-    { 3375, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGetProcAddress pfn */
+    { 3375, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGetProcAddress pfn */
     { 3379, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuGetProcAddress cudaVersion */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGetProcAddress flags */
     { 3391, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 16 }, /* cuGetProcAddress symbolStatus */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddBatchMemOpNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode dependencies */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddBatchMemOpNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode nodeParams */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddChildGraphNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode dependencies */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddBatchMemOpNode nodeParams */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddChildGraphNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode numDependencies */
-    { 3517, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode childGraph */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies hGraph */
-    { 3553, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies from */
-    { 3558, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies to */
-    { 3561, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies edgeData */
+    { 3517, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddChildGraphNode childGraph */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies hGraph */
+    { 3553, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies from */
+    { 3558, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies to */
+    { 3561, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies edgeData */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddDependencies numDependencies */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddEmptyNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEmptyNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEmptyNode dependencies */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddEmptyNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEmptyNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEmptyNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEmptyNode numDependencies */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddEventRecordNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode dependencies */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddEventRecordNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode numDependencies */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode event */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddEventWaitNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode dependencies */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventRecordNode event */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddEventWaitNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode numDependencies */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode event */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddExternalSemaphoresSignalNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode dependencies */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddEventWaitNode event */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddExternalSemaphoresSignalNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode nodeParams */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddExternalSemaphoresWaitNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode dependencies */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresSignalNode nodeParams */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddExternalSemaphoresWaitNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode nodeParams */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddHostNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode dependencies */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddExternalSemaphoresWaitNode nodeParams */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddHostNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode nodeParams */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddKernelNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode dependencies */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddHostNode nodeParams */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddKernelNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode nodeParams */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddMemAllocNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode dependencies */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddKernelNode nodeParams */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddMemAllocNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode nodeParams */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddMemFreeNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemFreeNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemFreeNode dependencies */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemAllocNode nodeParams */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddMemFreeNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemFreeNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemFreeNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemFreeNode numDependencies */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemFreeNode dptr */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddMemcpyNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode dependencies */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddMemcpyNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode numDependencies */
-    { 3852, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode copyParams */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode ctx */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddMemsetNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode dependencies */
+    { 3852, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode copyParams */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemcpyNode ctx */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddMemsetNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode dependencies */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode numDependencies */
-    { 3891, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode memsetParams */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode ctx */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddNode phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode dependencies */
-    { 3925, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode dependencyData */
+    { 3891, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode memsetParams */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddMemsetNode ctx */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddNode phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode dependencies */
+    { 3925, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode dependencyData */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeGetParams hNode */
-    { 3968, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeGetParams nodeParams_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeSetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphChildGraphNodeGetGraph hNode */
-    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphChildGraphNodeGetGraph phGraph */
-    { 4083, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphClone phGraphClone */
-    { 4096, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphClone originalGraph */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeGetParams hNode */
+    { 3968, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeGetParams nodeParams_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphBatchMemOpNodeSetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphChildGraphNodeGetGraph hNode */
+    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphChildGraphNodeGetGraph phGraph */
+    { 4083, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphClone phGraphClone */
+    { 4096, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphClone originalGraph */
     { 4123, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuGraphConditionalHandleCreate pHandle_out */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphConditionalHandleCreate hGraph */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphConditionalHandleCreate ctx */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphConditionalHandleCreate hGraph */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphConditionalHandleCreate ctx */
     { 4135, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphConditionalHandleCreate defaultLaunchValue */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphConditionalHandleCreate flags */
-    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphCreate phGraph */
+    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphCreate phGraph */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphCreate flags */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDebugDotPrint hGraph */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDebugDotPrint hGraph */
     { 4205, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDebugDotPrint path */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDebugDotPrint flags */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDestroy hGraph */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDestroyNode hNode */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventRecordNodeGetEvent hNode */
-    { 4265, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphEventRecordNodeGetEvent event_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventRecordNodeSetEvent hNode */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventRecordNodeSetEvent event */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventWaitNodeGetEvent hNode */
-    { 4265, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphEventWaitNodeGetEvent event_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventWaitNodeSetEvent hNode */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventWaitNodeSetEvent event */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecBatchMemOpNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecBatchMemOpNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecBatchMemOpNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecChildGraphNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecChildGraphNodeSetParams hNode */
-    { 3517, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecChildGraphNodeSetParams childGraph */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecDestroy hGraphExec */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventRecordNodeSetEvent hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventRecordNodeSetEvent hNode */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventRecordNodeSetEvent event */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventWaitNodeSetEvent hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventWaitNodeSetEvent hNode */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventWaitNodeSetEvent event */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresSignalNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresSignalNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresSignalNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresWaitNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresWaitNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresWaitNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecGetFlags hGraphExec */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDestroy hGraph */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphDestroyNode hNode */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventRecordNodeGetEvent hNode */
+    { 4265, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphEventRecordNodeGetEvent event_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventRecordNodeSetEvent hNode */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventRecordNodeSetEvent event */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventWaitNodeGetEvent hNode */
+    { 4265, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphEventWaitNodeGetEvent event_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventWaitNodeSetEvent hNode */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphEventWaitNodeSetEvent event */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecBatchMemOpNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecBatchMemOpNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecBatchMemOpNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecChildGraphNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecChildGraphNodeSetParams hNode */
+    { 3517, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecChildGraphNodeSetParams childGraph */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecDestroy hGraphExec */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventRecordNodeSetEvent hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventRecordNodeSetEvent hNode */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventRecordNodeSetEvent event */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventWaitNodeSetEvent hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventWaitNodeSetEvent hNode */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecEventWaitNodeSetEvent event */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresSignalNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresSignalNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresSignalNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresWaitNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresWaitNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecExternalSemaphoresWaitNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecGetFlags hGraphExec */
     { 617, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuGraphExecGetFlags flags */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecHostNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecHostNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecHostNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecKernelNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecKernelNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecKernelNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams hNode */
-    { 3852, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams copyParams */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams ctx */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams hNode */
-    { 3891, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams memsetParams */
-    { 675, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams ctx */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecNodeSetParams hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecUpdate hGraphExec */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecUpdate hGraph */
-    { 4831, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecUpdate resultInfo */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeGetParams hNode */
-    { 4860, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeGetParams params_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeSetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeGetParams hNode */
-    { 4860, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeGetParams params_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeSetParams nodeParams */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges hGraph */
-    { 3553, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges from */
-    { 3558, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges to */
-    { 3561, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges edgeData */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecHostNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecHostNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecHostNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecKernelNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecKernelNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecKernelNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams hNode */
+    { 3852, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams copyParams */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemcpyNodeSetParams ctx */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams hNode */
+    { 3891, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams memsetParams */
+    { 675, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecMemsetNodeSetParams ctx */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecNodeSetParams hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecUpdate hGraphExec */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecUpdate hGraph */
+    { 4831, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecUpdate resultInfo */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeGetParams hNode */
+    { 4860, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeGetParams params_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresSignalNodeSetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeGetParams hNode */
+    { 4860, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeGetParams params_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExternalSemaphoresWaitNodeSetParams nodeParams */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges hGraph */
+    { 3553, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges from */
+    { 3558, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges to */
+    { 3561, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetEdges edgeData */
     { 5047, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphGetEdges numEdges */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetNodes hGraph */
-    { 5078, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetNodes nodes */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetNodes hGraph */
+    { 5078, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetNodes nodes */
     { 5084, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphGetNodes numNodes */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetRootNodes hGraph */
-    { 5109, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetRootNodes rootNodes */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetRootNodes hGraph */
+    { 5109, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetRootNodes rootNodes */
     { 5119, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphGetRootNodes numRootNodes */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeGetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeGetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeSetParams nodeParams */
-    { 5202, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphInstantiate phGraphExec */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiate hGraph */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeGetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeGetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphHostNodeSetParams nodeParams */
+    { 5202, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphInstantiate phGraphExec */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiate hGraph */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiate flags */
-    { 5202, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphInstantiateWithParams phGraphExec */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiateWithParams hGraph */
-    { 5237, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiateWithParams instantiateParams */
-    { 5284, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeCopyAttributes dst */
-    { 5288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeCopyAttributes src */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetAttribute hNode */
+    { 5202, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphInstantiateWithParams phGraphExec */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiateWithParams hGraph */
+    { 5237, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphInstantiateWithParams instantiateParams */
+    { 5284, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeCopyAttributes dst */
+    { 5288, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeCopyAttributes src */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetAttribute hNode */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 17 }, /* cuGraphKernelNodeGetAttribute attr */
-    { 5324, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetAttribute value_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetAttribute hNode */
+    { 5324, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetAttribute value_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeGetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetAttribute hNode */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 17 }, /* cuGraphKernelNodeSetAttribute attr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetAttribute value */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetParams nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphLaunch hGraphExec */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphLaunch hStream */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemAllocNodeGetParams hNode */
-    { 4860, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemAllocNodeGetParams params_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemFreeNodeGetParams hNode */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetAttribute value */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphKernelNodeSetParams nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphLaunch hGraphExec */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphLaunch hStream */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemAllocNodeGetParams hNode */
+    { 4860, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemAllocNodeGetParams params_out */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemFreeNodeGetParams hNode */
     { 5491, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemFreeNodeGetParams dptr_out */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeGetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeGetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeSetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeGetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeGetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeSetParams nodeParams */
-    { 5636, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphNodeFindInClone phNode */
-    { 5643, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeFindInClone hOriginalNode */
-    { 5657, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeFindInClone hClonedGraph */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependencies hNode */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependencies dependencies */
-    { 3561, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependencies edgeData */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeGetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeGetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeSetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeGetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeGetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemsetNodeSetParams nodeParams */
+    { 5636, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphNodeFindInClone phNode */
+    { 5643, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeFindInClone hOriginalNode */
+    { 5657, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeFindInClone hClonedGraph */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependencies hNode */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependencies dependencies */
+    { 3561, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependencies edgeData */
     { 3459, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphNodeGetDependencies numDependencies */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependentNodes hNode */
-    { 5720, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependentNodes dependentNodes */
-    { 3561, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependentNodes edgeData */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependentNodes hNode */
+    { 5720, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependentNodes dependentNodes */
+    { 3561, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetDependentNodes edgeData */
     { 5735, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphNodeGetDependentNodes numDependentNodes */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetEnabled hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetEnabled hNode */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetEnabled hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetEnabled hNode */
     { 5782, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuGraphNodeGetEnabled isEnabled */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetType hNode */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetType hNode */
     { 879, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 18 }, /* cuGraphNodeGetType type */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetEnabled hGraphExec */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetEnabled hNode */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetEnabled hGraphExec */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetEnabled hNode */
     { 5782, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetEnabled isEnabled */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams nodeParams */
-    { 5876, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphReleaseUserObject graph */
-    { 5882, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphReleaseUserObject object */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams nodeParams */
+    { 5876, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphReleaseUserObject graph */
+    { 5882, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphReleaseUserObject object */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphReleaseUserObject count */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies hGraph */
-    { 3553, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies from */
-    { 3558, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies to */
-    { 3561, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies edgeData */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies hGraph */
+    { 3553, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies from */
+    { 3558, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies to */
+    { 3561, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies edgeData */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRemoveDependencies numDependencies */
-    { 5876, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRetainUserObject graph */
-    { 5882, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRetainUserObject object */
+    { 5876, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRetainUserObject graph */
+    { 5882, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRetainUserObject object */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRetainUserObject count */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphRetainUserObject flags */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphUpload hGraphExec */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphUpload hStream */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphUpload hGraphExec */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphUpload hStream */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsMapResources count */
-    { 1431, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsMapResources resources */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsMapResources hStream */
-    { 6006, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphicsResourceGetMappedMipmappedArray pMipmappedArray */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedMipmappedArray resource */
+    { 1431, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsMapResources resources */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsMapResources hStream */
+    { 6006, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphicsResourceGetMappedMipmappedArray pMipmappedArray */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedMipmappedArray resource */
     { 6064, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedPointer pDevPtr */
     { 6072, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphicsResourceGetMappedPointer pSize */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedPointer resource */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceSetMapFlags resource */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedPointer resource */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceSetMapFlags resource */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceSetMapFlags flags */
-    { 6143, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphicsSubResourceGetMappedArray pArray */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsSubResourceGetMappedArray resource */
+    { 6143, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphicsSubResourceGetMappedArray pArray */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsSubResourceGetMappedArray resource */
     { 6150, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsSubResourceGetMappedArray arrayIndex */
     { 6161, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsSubResourceGetMappedArray mipLevel */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnmapResources count */
-    { 1431, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnmapResources resources */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnmapResources hStream */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnregisterResource resource */
-    { 6260, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGreenCtxCreate phCtx */
-    { 6266, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxCreate desc */
+    { 1431, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnmapResources resources */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnmapResources hStream */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsUnregisterResource resource */
+    { 6260, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGreenCtxCreate phCtx */
+    { 6266, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxCreate desc */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxCreate dev */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxCreate flags */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxDestroy hCtx */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxGetDevResource hCtx */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxGetDevResource resource */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxDestroy hCtx */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxGetDevResource hCtx */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxGetDevResource resource */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* cuGreenCtxGetDevResource type */
-    { 6336, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxGetId greenCtx */
+    { 6336, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxGetId greenCtx */
     { 6345, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuGreenCtxGetId greenCtxId */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxRecordEvent hCtx */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxRecordEvent hEvent */
-    { 6394, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGreenCtxStreamCreate phStream */
-    { 6336, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxStreamCreate greenCtx */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxRecordEvent hCtx */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxRecordEvent hEvent */
+    { 6394, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGreenCtxStreamCreate phStream */
+    { 6336, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxStreamCreate greenCtx */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxStreamCreate flags */
     { 6403, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxStreamCreate priority */
-    { 776, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxWaitEvent hCtx */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxWaitEvent hEvent */
-    { 6455, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuImportExternalMemory extMem_out */
-    { 6466, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuImportExternalMemory memHandleDesc */
-    { 6503, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuImportExternalSemaphore extSem_out */
-    { 6514, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuImportExternalSemaphore semHandleDesc */
+    { 776, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxWaitEvent hCtx */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGreenCtxWaitEvent hEvent */
+    { 6455, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuImportExternalMemory extMem_out */
+    { 6466, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuImportExternalMemory memHandleDesc */
+    { 6503, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuImportExternalSemaphore extSem_out */
+    { 6514, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuImportExternalSemaphore semHandleDesc */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuInit Flags */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcCloseMemHandle dptr */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetEventHandle pHandle */
-    { 3624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetEventHandle event */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetMemHandle pHandle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetEventHandle pHandle */
+    { 3624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetEventHandle event */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetMemHandle pHandle */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetMemHandle dptr */
-    { 2685, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuIpcOpenEventHandle phEvent */
+    { 2685, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuIpcOpenEventHandle phEvent */
     { 6624, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 64 }, /* cuIpcOpenEventHandle handle */
     { 6660, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcOpenMemHandle pdptr */
     { 6624, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 64 }, /* cuIpcOpenMemHandle handle */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcOpenMemHandle Flags */
     { 1670, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuKernelGetAttribute pi */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 14 }, /* cuKernelGetAttribute attrib */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetAttribute kernel */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetAttribute kernel */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetAttribute dev */
-    { 6727, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuKernelGetFunction pFunc */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetFunction kernel */
-    { 6753, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuKernelGetLibrary pLib */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetLibrary kernel */
+    { 6727, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuKernelGetFunction pFunc */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetFunction kernel */
+    { 6753, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuKernelGetLibrary pLib */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetLibrary kernel */
     { 2001, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* cuKernelGetName name */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetName hfunc */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetParamInfo kernel */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetName hfunc */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetParamInfo kernel */
     { 3068, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetParamInfo paramIndex */
     { 3079, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuKernelGetParamInfo paramOffset */
     { 3091, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuKernelGetParamInfo paramSize */
     { 486, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 14 }, /* cuKernelSetAttribute attrib */
     { 6814, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetAttribute val */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetAttribute kernel */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetAttribute kernel */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetAttribute dev */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetCacheConfig kernel */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetCacheConfig kernel */
     { 1207, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 3 }, /* cuKernelSetCacheConfig config */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelSetCacheConfig dev */
-    { 6867, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunch f */
-    { 6867, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel f */
+    { 6867, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunch f */
+    { 6867, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel f */
     { 6878, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel gridDimX */
     { 6887, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel gridDimY */
     { 6896, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel gridDimZ */
@@ -2242,22 +2242,22 @@ static const cuabi_trace_param params[1471] = {
     { 6915, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel blockDimY */
     { 6925, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel blockDimZ */
     { 6935, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel sharedMemBytes */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel hStream */
-    { 6950, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel kernelParams */
-    { 7000, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernelMultiDevice launchParamsList */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel hStream */
+    { 6950, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernel kernelParams */
+    { 7000, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernelMultiDevice launchParamsList */
     { 7017, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernelMultiDevice numDevices */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchCooperativeKernelMultiDevice flags */
-    { 6867, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGrid f */
+    { 6867, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGrid f */
     { 7069, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGrid grid_width */
     { 7080, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGrid grid_height */
-    { 6867, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGridAsync f */
+    { 6867, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGridAsync f */
     { 7069, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGridAsync grid_width */
     { 7080, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGridAsync grid_height */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGridAsync hStream */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc hStream */
-    { 7128, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc fn */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc userData */
-    { 6867, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel f */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchGridAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc hStream */
+    { 7128, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc fn */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc userData */
+    { 6867, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel f */
     { 6878, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel gridDimX */
     { 6887, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel gridDimY */
     { 6896, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel gridDimZ */
@@ -2265,86 +2265,86 @@ static const cuabi_trace_param params[1471] = {
     { 6915, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel blockDimY */
     { 6925, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel blockDimZ */
     { 6935, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel sharedMemBytes */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel hStream */
-    { 6950, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel kernelParams */
-    { 7148, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel extra */
-    { 1207, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx config */
-    { 6867, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx f */
-    { 6950, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx kernelParams */
-    { 7148, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx extra */
-    { 7198, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels kernels */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel hStream */
+    { 6950, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel kernelParams */
+    { 7148, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernel extra */
+    { 1207, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx config */
+    { 6867, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx f */
+    { 6950, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx kernelParams */
+    { 7148, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchKernelEx extra */
+    { 7198, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels kernels */
     { 7206, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels numKernels */
-    { 7217, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels lib */
+    { 7217, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels lib */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal dptr */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuLibraryGetGlobal bytes */
-    { 7247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal library */
+    { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal library */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal name */
-    { 7274, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryGetKernel pKernel */
-    { 7247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernel library */
+    { 7274, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLibraryGetKernel pKernel */
+    { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernel library */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernel name */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuLibraryGetKernelCount count */
-    { 7217, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernelCount lib */
+    { 7217, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernelCount lib */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged dptr */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuLibraryGetManaged bytes */
-    { 7247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged library */
+    { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged library */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged name */
-    { 7345, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryGetModule pMod */
-    { 7247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetModule library */
-    { 7369, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryGetUnifiedFunction fptr */
-    { 7247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetUnifiedFunction library */
+    { 7345, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLibraryGetModule pMod */
+    { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetModule library */
+    { 7369, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLibraryGetUnifiedFunction fptr */
+    { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetUnifiedFunction library */
     { 3368, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetUnifiedFunction symbol */
-    { 7247, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryLoadData library */
-    { 7402, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData code */
-    { 7407, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData jitOptions */
-    { 7418, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData jitOptionsValues */
+    { 7247, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLibraryLoadData library */
+    { 7402, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData code */
+    { 7407, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData jitOptions */
+    { 7418, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData jitOptionsValues */
     { 7435, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData numJitOptions */
-    { 7449, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData libraryOptions */
-    { 7464, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData libraryOptionValues */
+    { 7449, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData libraryOptions */
+    { 7464, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData libraryOptionValues */
     { 7484, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadData numLibraryOptions */
-    { 7247, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryLoadFromFile library */
+    { 7247, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLibraryLoadFromFile library */
     { 7529, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile fileName */
-    { 7407, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile jitOptions */
-    { 7418, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile jitOptionsValues */
+    { 7407, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile jitOptions */
+    { 7418, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile jitOptionsValues */
     { 7435, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile numJitOptions */
-    { 7449, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile libraryOptions */
-    { 7464, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile libraryOptionValues */
+    { 7449, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile libraryOptions */
+    { 7464, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile libraryOptionValues */
     { 7484, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryLoadFromFile numLibraryOptions */
-    { 7247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryUnload library */
-    { 375, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData state */
+    { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryUnload library */
+    { 375, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData state */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 19 }, /* cuLinkAddData type */
-    { 7576, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData data */
+    { 7576, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData data */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData size */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData name */
     { 7581, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData numOptions */
-    { 7592, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData options */
-    { 7600, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData optionValues */
-    { 375, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile state */
+    { 7592, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData options */
+    { 7600, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddData optionValues */
+    { 375, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile state */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 19 }, /* cuLinkAddFile type */
     { 4205, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile path */
     { 7581, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile numOptions */
-    { 7592, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile options */
-    { 7600, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile optionValues */
-    { 375, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkComplete state */
-    { 7657, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLinkComplete cubinOut */
+    { 7592, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile options */
+    { 7600, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkAddFile optionValues */
+    { 375, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkComplete state */
+    { 7657, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLinkComplete cubinOut */
     { 7666, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuLinkComplete sizeOut */
     { 7581, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkCreate numOptions */
-    { 7592, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkCreate options */
-    { 7600, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkCreate optionValues */
-    { 7689, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLinkCreate stateOut */
-    { 375, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkDestroy state */
+    { 7592, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkCreate options */
+    { 7600, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkCreate optionValues */
+    { 7689, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLinkCreate stateOut */
+    { 375, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLinkDestroy state */
     { 7730, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuLogsCurrent iterator_out */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsCurrent flags */
     { 7757, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuLogsDumpToFile iterator */
     { 7766, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsDumpToFile pathToFile */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsDumpToFile flags */
     { 7757, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuLogsDumpToMemory iterator */
-    { 7794, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsDumpToMemory buffer */
+    { 7794, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsDumpToMemory buffer */
     { 499, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuLogsDumpToMemory size */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsDumpToMemory flags */
-    { 2475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsRegisterCallback callbackFunc */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsRegisterCallback userData */
-    { 7825, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLogsRegisterCallback callback_out */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsUnregisterCallback callback */
+    { 2475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsRegisterCallback callbackFunc */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsRegisterCallback userData */
+    { 7825, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuLogsRegisterCallback callback_out */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsUnregisterCallback callback */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressFree ptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressFree size */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressReserve ptr */
@@ -2360,12 +2360,12 @@ static const cuabi_trace_param params[1471] = {
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAlloc bytesize */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync bytesize */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync hStream */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync bytesize */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync pool */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync hStream */
-    { 39, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAllocHost pp */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync pool */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync hStream */
+    { 39, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemAllocHost pp */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocHost bytesize */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocManaged dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocManaged bytesize */
@@ -2375,197 +2375,197 @@ static const cuabi_trace_param params[1471] = {
     { 8098, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocPitch WidthInBytes */
     { 8111, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocPitch Height */
     { 8118, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocPitch ElementSizeBytes */
-    { 8157, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemBatchDecompressAsync paramsArray */
+    { 8157, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemBatchDecompressAsync paramsArray */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemBatchDecompressAsync count */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemBatchDecompressAsync flags */
     { 8169, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemBatchDecompressAsync errorIndex */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemBatchDecompressAsync stream */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemBatchDecompressAsync stream */
     { 6624, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuMemCreate handle */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate size */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate prop */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate flags */
     { 8236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync dptrs */
-    { 8242, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync sizes */
+    { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync count */
-    { 8248, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync prefetchLocs */
-    { 8261, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync prefetchLocIdxs */
+    { 8248, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync prefetchLocs */
+    { 8261, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync prefetchLocIdxs */
     { 8277, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync numPrefetchLocs */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync hStream */
     { 8236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync dptrs */
-    { 8242, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync sizes */
+    { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync count */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync hStream */
-    { 8365, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemExportToShareableHandle shareableHandle */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync hStream */
+    { 8365, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemExportToShareableHandle shareableHandle */
     { 6624, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemExportToShareableHandle handle */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 21 }, /* cuMemExportToShareableHandle handleType */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemExportToShareableHandle flags */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemFree dptr */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemFreeAsync dptr */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemFreeAsync hStream */
-    { 118, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemFreeHost p */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemFreeAsync hStream */
+    { 118, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemFreeHost p */
     { 617, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuMemGetAccess flags */
-    { 7958, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAccess location */
+    { 7958, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAccess location */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAccess ptr */
     { 8483, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAddressRange pbase */
     { 8489, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemGetAddressRange psize */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAddressRange dptr */
     { 8516, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemGetAllocationGranularity granularity */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAllocationGranularity prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAllocationGranularity prop */
     { 8528, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 22 }, /* cuMemGetAllocationGranularity option */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAllocationPropertiesFromHandle prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAllocationPropertiesFromHandle prop */
     { 6624, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAllocationPropertiesFromHandle handle */
-    { 1752, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemGetDefaultMemPool pool_out */
-    { 7958, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetDefaultMemPool location */
+    { 1752, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemGetDefaultMemPool pool_out */
+    { 7958, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetDefaultMemPool location */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 23 }, /* cuMemGetDefaultMemPool type */
-    { 6624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetHandleForAddressRange handle */
+    { 6624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetHandleForAddressRange handle */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetHandleForAddressRange dptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetHandleForAddressRange size */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 24 }, /* cuMemGetHandleForAddressRange handleType */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetHandleForAddressRange flags */
     { 8663, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemGetInfo free */
     { 8668, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemGetInfo total */
-    { 1977, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemGetMemPool pool */
-    { 7958, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetMemPool location */
+    { 1977, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemGetMemPool pool */
+    { 7958, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetMemPool location */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 23 }, /* cuMemGetMemPool type */
-    { 39, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemHostAlloc pp */
+    { 39, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemHostAlloc pp */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostAlloc bytesize */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostAlloc Flags */
     { 6660, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer pdptr */
-    { 118, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer p */
+    { 118, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer p */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer Flags */
     { 8744, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuMemHostGetFlags pFlags */
-    { 118, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetFlags p */
-    { 118, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostRegister p */
+    { 118, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetFlags p */
+    { 118, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostRegister p */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostRegister bytesize */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostRegister Flags */
-    { 118, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostUnregister p */
+    { 118, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostUnregister p */
     { 6624, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuMemImportFromShareableHandle handle */
-    { 8807, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemImportFromShareableHandle osHandle */
+    { 8807, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemImportFromShareableHandle osHandle */
     { 8816, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 21 }, /* cuMemImportFromShareableHandle shHandleType */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMap ptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMap size */
     { 8860, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMap offset */
     { 6624, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMap handle */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMap flags */
-    { 8882, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMapArrayAsync mapInfoList */
+    { 8882, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMapArrayAsync mapInfoList */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMapArrayAsync count */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMapArrayAsync hStream */
-    { 1977, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemPoolCreate pool */
-    { 8913, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolCreate poolProps */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolDestroy pool */
-    { 8956, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportPointer shareData_out */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemMapArrayAsync hStream */
+    { 1977, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemPoolCreate pool */
+    { 8913, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolCreate poolProps */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolDestroy pool */
+    { 8956, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportPointer shareData_out */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportPointer ptr */
-    { 8993, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportToShareableHandle handle_out */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportToShareableHandle pool */
+    { 8993, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportToShareableHandle handle_out */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportToShareableHandle pool */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 21 }, /* cuMemPoolExportToShareableHandle handleType */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolExportToShareableHandle flags */
     { 617, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 25 }, /* cuMemPoolGetAccess flags */
-    { 9042, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAccess memPool */
-    { 7958, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAccess location */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAttribute pool */
+    { 9042, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAccess memPool */
+    { 7958, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAccess location */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAttribute pool */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 26 }, /* cuMemPoolGetAttribute attr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAttribute value */
-    { 1752, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemPoolImportFromShareableHandle pool_out */
-    { 6624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportFromShareableHandle handle */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolGetAttribute value */
+    { 1752, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemPoolImportFromShareableHandle pool_out */
+    { 6624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportFromShareableHandle handle */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 21 }, /* cuMemPoolImportFromShareableHandle handleType */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportFromShareableHandle flags */
     { 9126, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer ptr_out */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer pool */
-    { 9134, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer shareData */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAccess pool */
-    { 9167, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAccess map */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer pool */
+    { 9134, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer shareData */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAccess pool */
+    { 9167, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAccess map */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAccess count */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAttribute pool */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAttribute pool */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 26 }, /* cuMemPoolSetAttribute attr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAttribute value */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolTrimTo pool */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAttribute value */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolTrimTo pool */
     { 9216, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolTrimTo minBytesToKeep */
     { 2848, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync devPtr */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync count */
     { 7958, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 8 }, /* cuMemPrefetchAsync location */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync hStream */
     { 8236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync dptrs */
-    { 8242, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync sizes */
+    { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync count */
-    { 8248, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync prefetchLocs */
-    { 8261, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync prefetchLocIdxs */
+    { 8248, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync prefetchLocs */
+    { 8261, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync prefetchLocIdxs */
     { 8277, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync numPrefetchLocs */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync hStream */
-    { 7576, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttribute data */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync hStream */
+    { 7576, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttribute data */
     { 9299, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttribute dataSize */
     { 9308, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 27 }, /* cuMemRangeGetAttribute attribute */
     { 2848, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttribute devPtr */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttribute count */
-    { 7576, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes data */
-    { 9347, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes dataSizes */
-    { 9357, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes attributes */
+    { 7576, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes data */
+    { 9347, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes dataSizes */
+    { 9357, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes attributes */
     { 9368, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes numAttributes */
     { 2848, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes devPtr */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRangeGetAttributes count */
     { 6624, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRelease handle */
     { 6624, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuMemRetainAllocationHandle handle */
-    { 7920, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRetainAllocationHandle addr */
+    { 7920, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemRetainAllocationHandle addr */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetAccess ptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetAccess size */
-    { 6266, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetAccess desc */
+    { 6266, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetAccess desc */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetAccess count */
-    { 7958, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetMemPool location */
+    { 7958, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetMemPool location */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 23 }, /* cuMemSetMemPool type */
-    { 1977, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetMemPool pool */
+    { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemSetMemPool pool */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemUnmap ptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemUnmap size */
     { 5284, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy dst */
     { 5288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy src */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy ByteCount */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2D pCopy */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2DAsync pCopy */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2DAsync hStream */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2DUnaligned pCopy */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3D pCopy */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DAsync pCopy */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DAsync hStream */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2D pCopy */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2DAsync pCopy */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2DAsync hStream */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy2DUnaligned pCopy */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3D pCopy */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DAsync pCopy */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DAsync hStream */
     { 9604, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DBatchAsync numOps */
-    { 9611, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DBatchAsync opList */
+    { 9611, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DBatchAsync opList */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DBatchAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DBatchAsync hStream */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DPeer pCopy */
-    { 9524, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DPeerAsync pCopy */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DPeerAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DBatchAsync hStream */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DPeer pCopy */
+    { 9524, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DPeerAsync pCopy */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DPeerAsync hStream */
     { 5284, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAsync dst */
     { 5288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAsync src */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAsync hStream */
-    { 9698, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA dstArray */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAsync hStream */
+    { 9698, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA dstArray */
     { 9707, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA dstOffset */
-    { 9717, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA srcArray */
+    { 9717, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA srcArray */
     { 9726, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA srcOffset */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoA ByteCount */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoD dstDevice */
-    { 9717, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoD srcArray */
+    { 9717, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoD srcArray */
     { 9726, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoD srcOffset */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoD ByteCount */
-    { 9773, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoH dstHost */
-    { 9717, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoH srcArray */
+    { 9773, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoH dstHost */
+    { 9717, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoH srcArray */
     { 9726, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoH srcOffset */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoH ByteCount */
-    { 9773, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync dstHost */
-    { 9717, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync srcArray */
+    { 9773, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync dstHost */
+    { 9717, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync srcArray */
     { 9726, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync srcOffset */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync hStream */
     { 9823, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync dsts */
     { 9828, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync srcs */
-    { 8242, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync sizes */
+    { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync count */
-    { 9833, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync attrs */
-    { 9839, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync attrsIdxs */
+    { 9833, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync attrs */
+    { 9839, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync attrsIdxs */
     { 9849, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync numAttrs */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync hStream */
-    { 9698, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoA dstArray */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync hStream */
+    { 9698, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoA dstArray */
     { 9707, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoA dstOffset */
     { 2075, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoA srcDevice */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoA ByteCount */
@@ -2575,48 +2575,48 @@ static const cuabi_trace_param params[1471] = {
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoDAsync dstDevice */
     { 2075, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoDAsync srcDevice */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoDAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoDAsync hStream */
-    { 9773, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoH dstHost */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoDAsync hStream */
+    { 9773, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoH dstHost */
     { 2075, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoH srcDevice */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoH ByteCount */
-    { 9773, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoHAsync dstHost */
+    { 9773, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoHAsync dstHost */
     { 2075, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoHAsync srcDevice */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoHAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoHAsync hStream */
-    { 9698, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoA dstArray */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyDtoHAsync hStream */
+    { 9698, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoA dstArray */
     { 9707, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoA dstOffset */
-    { 9975, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoA srcHost */
+    { 9975, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoA srcHost */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoA ByteCount */
-    { 9698, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync dstArray */
+    { 9698, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync dstArray */
     { 9707, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync dstOffset */
-    { 9975, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync srcHost */
+    { 9975, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync srcHost */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoAAsync hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoD dstDevice */
-    { 9975, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoD srcHost */
+    { 9975, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoD srcHost */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoD ByteCount */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoDAsync dstDevice */
-    { 9975, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoDAsync srcHost */
+    { 9975, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoDAsync srcHost */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoDAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoDAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyHtoDAsync hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer dstDevice */
-    { 10065, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer dstContext */
+    { 10065, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer dstContext */
     { 2075, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer srcDevice */
-    { 10076, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer srcContext */
+    { 10076, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer srcContext */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeer ByteCount */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync dstDevice */
-    { 10065, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync dstContext */
+    { 10065, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync dstContext */
     { 2075, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync srcDevice */
-    { 10076, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync srcContext */
+    { 10076, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync srcContext */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync ByteCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyPeerAsync hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16 dstDevice */
     { 10131, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16 us */
     { 10134, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16 N */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16Async dstDevice */
     { 10131, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16Async us */
     { 10134, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16Async N */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16Async hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD16Async hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16 dstDevice */
     { 10174, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16 dstPitch */
     { 10131, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16 us */
@@ -2627,7 +2627,7 @@ static const cuabi_trace_param params[1471] = {
     { 10131, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16Async us */
     { 10183, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16Async Width */
     { 8111, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16Async Height */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16Async hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D16Async hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32 dstDevice */
     { 10174, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32 dstPitch */
     { 10235, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32 ui */
@@ -2638,7 +2638,7 @@ static const cuabi_trace_param params[1471] = {
     { 10235, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32Async ui */
     { 10183, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32Async Width */
     { 8111, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32Async Height */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32Async hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D32Async hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8 dstDevice */
     { 10174, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8 dstPitch */
     { 10284, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8 uc */
@@ -2649,64 +2649,64 @@ static const cuabi_trace_param params[1471] = {
     { 10284, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8Async uc */
     { 10183, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8Async Width */
     { 8111, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8Async Height */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8Async hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD2D8Async hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32 dstDevice */
     { 10235, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32 ui */
     { 10134, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32 N */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32Async dstDevice */
     { 10235, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32Async ui */
     { 10134, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32Async N */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32Async hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD32Async hStream */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8 dstDevice */
     { 10284, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8 uc */
     { 10134, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8 N */
     { 2085, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8Async dstDevice */
     { 10284, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8Async uc */
     { 10134, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8Async N */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8Async hStream */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMipmappedArrayCreate pHandle */
-    { 10405, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayCreate pMipmappedArrayDesc */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemsetD8Async hStream */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMipmappedArrayCreate pHandle */
+    { 10405, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayCreate pMipmappedArrayDesc */
     { 10425, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayCreate numMipmapLevels */
-    { 10464, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayDestroy hMipmappedArray */
-    { 10504, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMipmappedArrayGetLevel pLevelArray */
-    { 10464, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetLevel hMipmappedArray */
+    { 10464, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayDestroy hMipmappedArray */
+    { 10504, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMipmappedArrayGetLevel pLevelArray */
+    { 10464, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetLevel hMipmappedArray */
     { 10516, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetLevel level */
-    { 141, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetMemoryRequirements memoryRequirements */
-    { 2898, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetMemoryRequirements mipmap */
+    { 141, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetMemoryRequirements memoryRequirements */
+    { 2898, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetMemoryRequirements mipmap */
     { 166, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetMemoryRequirements device */
-    { 247, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetSparseProperties sparseProperties */
-    { 2898, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetSparseProperties mipmap */
-    { 10621, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleEnumerateFunctions functions */
+    { 247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetSparseProperties sparseProperties */
+    { 2898, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMipmappedArrayGetSparseProperties mipmap */
+    { 10621, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleEnumerateFunctions functions */
     { 10631, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleEnumerateFunctions numFunctions */
-    { 10644, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleEnumerateFunctions mod */
-    { 2999, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleGetFunction hfunc */
-    { 3028, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunction hmod */
+    { 10644, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleEnumerateFunctions mod */
+    { 2999, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleGetFunction hfunc */
+    { 3028, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunction hmod */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunction name */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuModuleGetFunctionCount count */
-    { 10644, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunctionCount mod */
+    { 10644, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunctionCount mod */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal dptr */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuModuleGetGlobal bytes */
-    { 3028, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal hmod */
+    { 3028, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal hmod */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal name */
     { 10738, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 28 }, /* cuModuleGetLoadingMode mode */
-    { 10766, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleGetSurfRef pSurfRef */
-    { 3028, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetSurfRef hmod */
+    { 10766, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleGetSurfRef pSurfRef */
+    { 3028, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetSurfRef hmod */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetSurfRef name */
-    { 10794, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleGetTexRef pTexRef */
-    { 3028, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetTexRef hmod */
+    { 10794, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleGetTexRef pTexRef */
+    { 3028, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetTexRef hmod */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetTexRef name */
-    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleLoad module */
+    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleLoad module */
     { 10827, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoad fname */
-    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleLoadData module */
-    { 10846, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadData image */
-    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleLoadDataEx module */
-    { 10846, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx image */
+    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleLoadData module */
+    { 10846, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadData image */
+    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleLoadDataEx module */
+    { 10846, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx image */
     { 7581, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx numOptions */
-    { 7592, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx options */
-    { 7600, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx optionValues */
-    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleLoadFatBinary module */
-    { 10894, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadFatBinary fatCubin */
-    { 3028, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleUnload hmod */
+    { 7592, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx options */
+    { 7600, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadDataEx optionValues */
+    { 10820, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuModuleLoadFatBinary module */
+    { 10894, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleLoadFatBinary fatCubin */
+    { 3028, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleUnload hmod */
     { 10940, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastAddDevice mcHandle */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastAddDevice dev */
     { 10940, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindAddr mcHandle */
@@ -2721,368 +2721,368 @@ static const cuabi_trace_param params[1471] = {
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindMem size */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindMem flags */
     { 10940, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuMulticastCreate mcHandle */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastCreate prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastCreate prop */
     { 8516, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMulticastGetGranularity granularity */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastGetGranularity prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastGetGranularity prop */
     { 8528, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 29 }, /* cuMulticastGetGranularity option */
     { 10940, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastUnbind mcHandle */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastUnbind dev */
     { 10973, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastUnbind mcOffset */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastUnbind size */
     { 11128, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuOccupancyAvailableDynamicSMemPerBlock dynamicSmemSize */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyAvailableDynamicSMemPerBlock func */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyAvailableDynamicSMemPerBlock func */
     { 11144, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyAvailableDynamicSMemPerBlock numBlocks */
     { 11154, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyAvailableDynamicSMemPerBlock blockSize */
     { 11144, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessor numBlocks */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessor func */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessor func */
     { 11154, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessor blockSize */
     { 11209, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessor dynamicSMemSize */
     { 11144, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags numBlocks */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags func */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags func */
     { 11154, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags blockSize */
     { 11209, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags dynamicSMemSize */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags flags */
     { 11333, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxActiveClusters numClusters */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveClusters func */
-    { 1207, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveClusters config */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveClusters func */
+    { 1207, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxActiveClusters config */
     { 11374, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxPotentialBlockSize minGridSize */
     { 11154, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxPotentialBlockSize blockSize */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSize func */
-    { 11386, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSize blockSizeToDynamicSMemSize */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSize func */
+    { 11386, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSize blockSizeToDynamicSMemSize */
     { 11209, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSize dynamicSMemSize */
     { 11413, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSize blockSizeLimit */
     { 11374, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags minGridSize */
     { 11154, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags blockSize */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags func */
-    { 11386, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags blockSizeToDynamicSMemSize */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags func */
+    { 11386, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags blockSizeToDynamicSMemSize */
     { 11209, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags dynamicSMemSize */
     { 11413, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags blockSizeLimit */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialBlockSizeWithFlags flags */
     { 11518, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuOccupancyMaxPotentialClusterSize clusterSize */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialClusterSize func */
-    { 1207, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialClusterSize config */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetSize hfunc */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialClusterSize func */
+    { 1207, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuOccupancyMaxPotentialClusterSize config */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetSize hfunc */
     { 11565, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetSize numbytes */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetTexRef hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetTexRef hfunc */
     { 11589, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetTexRef texunit */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetTexRef hTexRef */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetf hfunc */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetTexRef hTexRef */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetf hfunc */
     { 8860, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetf offset */
     { 493, CUABI_TRACE_FLOAT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetf value */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSeti hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSeti hfunc */
     { 8860, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSeti offset */
     { 493, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSeti value */
-    { 2999, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetv hfunc */
+    { 2999, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetv hfunc */
     { 8860, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetv offset */
-    { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetv ptr */
+    { 7886, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetv ptr */
     { 11565, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuParamSetv numbytes */
-    { 7576, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttribute data */
+    { 7576, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttribute data */
     { 9308, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 30 }, /* cuPointerGetAttribute attribute */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttribute ptr */
     { 9368, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttributes numAttributes */
-    { 9357, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttributes attributes */
-    { 7576, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttributes data */
+    { 9357, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttributes attributes */
+    { 7576, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttributes data */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerGetAttributes ptr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerSetAttribute value */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerSetAttribute value */
     { 9308, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 30 }, /* cuPointerSetAttribute attribute */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuPointerSetAttribute ptr */
     { 11751, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuProfilerInitialize configFile */
     { 11762, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuProfilerInitialize outputFile */
     { 11773, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 31 }, /* cuProfilerInitialize outputMode */
-    { 11836, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync extSemArray */
-    { 8157, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync paramsArray */
+    { 11836, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync extSemArray */
+    { 8157, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync paramsArray */
     { 11848, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync numExtSems */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync stream */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback hStream */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback callback */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback userData */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSignalExternalSemaphoresAsync stream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback hStream */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback callback */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback userData */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAddCallback flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAttachMemAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAttachMemAsync hStream */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAttachMemAsync dptr */
     { 11916, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAttachMemAsync length */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamAttachMemAsync flags */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBatchMemOp stream */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBatchMemOp stream */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBatchMemOp count */
-    { 11951, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBatchMemOp paramArray */
+    { 11951, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBatchMemOp paramArray */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBatchMemOp flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCapture hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCapture hStream */
     { 10738, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 32 }, /* cuStreamBeginCapture mode */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph hStream */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph dependencies */
-    { 3925, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph dependencyData */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph hStream */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph dependencies */
+    { 3925, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph dependencyData */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToGraph numDependencies */
     { 10738, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 32 }, /* cuStreamBeginCaptureToGraph mode */
-    { 5284, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCopyAttributes dst */
-    { 5288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCopyAttributes src */
-    { 6394, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamCreate phStream */
+    { 5284, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCopyAttributes dst */
+    { 5288, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCopyAttributes src */
+    { 6394, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamCreate phStream */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCreate Flags */
-    { 6394, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamCreateWithPriority phStream */
+    { 6394, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamCreateWithPriority phStream */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCreateWithPriority flags */
     { 6403, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamCreateWithPriority priority */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamDestroy hStream */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamEndCapture hStream */
-    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamEndCapture phGraph */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetAttribute hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamDestroy hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamEndCapture hStream */
+    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamEndCapture phGraph */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetAttribute hStream */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 17 }, /* cuStreamGetAttribute attr */
-    { 5324, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetAttribute value_out */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetCaptureInfo hStream */
+    { 5324, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetAttribute value_out */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetCaptureInfo hStream */
     { 12163, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 33 }, /* cuStreamGetCaptureInfo captureStatus_out */
     { 12181, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuStreamGetCaptureInfo id_out */
-    { 12188, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetCaptureInfo graph_out */
-    { 12198, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetCaptureInfo dependencies_out */
-    { 12215, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetCaptureInfo edgeData_out */
+    { 12188, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetCaptureInfo graph_out */
+    { 12198, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetCaptureInfo dependencies_out */
+    { 12215, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetCaptureInfo edgeData_out */
     { 12228, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuStreamGetCaptureInfo numDependencies_out */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetCtx hStream */
-    { 612, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetCtx pctx */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetCtx_v2 hStream */
-    { 12294, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetCtx_v2 pCtx */
-    { 12299, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetCtx_v2 pGreenCtx */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetDevice hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetCtx hStream */
+    { 612, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetCtx pctx */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetCtx_v2 hStream */
+    { 12294, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetCtx_v2 pCtx */
+    { 12299, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetCtx_v2 pGreenCtx */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetDevice hStream */
     { 166, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuStreamGetDevice device */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetFlags hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetFlags hStream */
     { 617, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuStreamGetFlags flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetGreenCtx hStream */
-    { 6260, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuStreamGetGreenCtx phCtx */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetId hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetGreenCtx hStream */
+    { 6260, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuStreamGetGreenCtx phCtx */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetId hStream */
     { 12382, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuStreamGetId streamId */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetPriority hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetPriority hStream */
     { 6403, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuStreamGetPriority priority */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamIsCapturing hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamIsCapturing hStream */
     { 12425, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 33 }, /* cuStreamIsCapturing captureStatus */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamQuery hStream */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamSetAttribute hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamQuery hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamSetAttribute hStream */
     { 1845, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 17 }, /* cuStreamSetAttribute attr */
-    { 493, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamSetAttribute value */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamSynchronize hStream */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies hStream */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies dependencies */
-    { 3925, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies dependencyData */
+    { 493, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamSetAttribute value */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamSynchronize hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies hStream */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies dependencies */
+    { 3925, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies dependencyData */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies numDependencies */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamUpdateCaptureDependencies flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitEvent hStream */
-    { 1154, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitEvent hEvent */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitEvent hStream */
+    { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitEvent hEvent */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitEvent Flags */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue32 stream */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue32 stream */
     { 7920, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue32 addr */
     { 493, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue32 value */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue32 flags */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue64 stream */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue64 stream */
     { 7920, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue64 addr */
     { 493, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue64 value */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWaitValue64 flags */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue32 stream */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue32 stream */
     { 7920, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue32 addr */
     { 493, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue32 value */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue32 flags */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue64 stream */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue64 stream */
     { 7920, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue64 addr */
     { 493, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue64 value */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamWriteValue64 flags */
     { 12664, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuSurfObjectCreate pSurfObject */
-    { 12676, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfObjectCreate pResDesc */
+    { 12676, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfObjectCreate pResDesc */
     { 12704, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfObjectDestroy surfObject */
-    { 12676, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfObjectGetResourceDesc pResDesc */
+    { 12676, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfObjectGetResourceDesc pResDesc */
     { 12704, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfObjectGetResourceDesc surfObject */
-    { 12763, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuSurfRefGetArray phArray */
-    { 12771, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefGetArray hSurfRef */
-    { 12771, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefSetArray hSurfRef */
-    { 59, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefSetArray hArray */
+    { 12763, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuSurfRefGetArray phArray */
+    { 12771, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefGetArray hSurfRef */
+    { 12771, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefSetArray hSurfRef */
+    { 59, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefSetArray hArray */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuSurfRefSetArray Flags */
-    { 12816, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col tensorMap */
+    { 12816, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col tensorMap */
     { 12826, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 34 }, /* cuTensorMapEncodeIm2col tensorDataType */
     { 12841, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col tensorRank */
-    { 12852, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col globalAddress */
-    { 12866, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col globalDim */
-    { 12876, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col globalStrides */
-    { 12890, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col pixelBoxLowerCorner */
-    { 12910, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col pixelBoxUpperCorner */
+    { 12852, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col globalAddress */
+    { 12866, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col globalDim */
+    { 12876, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col globalStrides */
+    { 12890, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col pixelBoxLowerCorner */
+    { 12910, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col pixelBoxUpperCorner */
     { 12930, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col channelsPerPixel */
     { 12947, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col pixelsPerColumn */
-    { 12963, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col elementStrides */
+    { 12963, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2col elementStrides */
     { 12978, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 35 }, /* cuTensorMapEncodeIm2col interleave */
     { 12989, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 36 }, /* cuTensorMapEncodeIm2col swizzle */
     { 12997, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 37 }, /* cuTensorMapEncodeIm2col l2Promotion */
     { 13009, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 38 }, /* cuTensorMapEncodeIm2col oobFill */
-    { 12816, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide tensorMap */
+    { 12816, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide tensorMap */
     { 12826, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 34 }, /* cuTensorMapEncodeIm2colWide tensorDataType */
     { 12841, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide tensorRank */
-    { 12852, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide globalAddress */
-    { 12866, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide globalDim */
-    { 12876, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide globalStrides */
+    { 12852, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide globalAddress */
+    { 12866, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide globalDim */
+    { 12876, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide globalStrides */
     { 13057, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide pixelBoxLowerCornerWidth */
     { 13082, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide pixelBoxUpperCornerWidth */
     { 12930, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide channelsPerPixel */
     { 12947, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide pixelsPerColumn */
-    { 12963, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide elementStrides */
+    { 12963, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeIm2colWide elementStrides */
     { 12978, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 35 }, /* cuTensorMapEncodeIm2colWide interleave */
     { 10738, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 39 }, /* cuTensorMapEncodeIm2colWide mode */
     { 12989, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 36 }, /* cuTensorMapEncodeIm2colWide swizzle */
     { 12997, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 37 }, /* cuTensorMapEncodeIm2colWide l2Promotion */
     { 13009, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 38 }, /* cuTensorMapEncodeIm2colWide oobFill */
-    { 12816, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled tensorMap */
+    { 12816, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled tensorMap */
     { 12826, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 34 }, /* cuTensorMapEncodeTiled tensorDataType */
     { 12841, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled tensorRank */
-    { 12852, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled globalAddress */
-    { 12866, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled globalDim */
-    { 12876, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled globalStrides */
-    { 13152, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled boxDim */
-    { 12963, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled elementStrides */
+    { 12852, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled globalAddress */
+    { 12866, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled globalDim */
+    { 12876, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled globalStrides */
+    { 13152, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled boxDim */
+    { 12963, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapEncodeTiled elementStrides */
     { 12978, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 35 }, /* cuTensorMapEncodeTiled interleave */
     { 12989, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 36 }, /* cuTensorMapEncodeTiled swizzle */
     { 12997, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 37 }, /* cuTensorMapEncodeTiled l2Promotion */
     { 13009, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 38 }, /* cuTensorMapEncodeTiled oobFill */
-    { 12816, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapReplaceAddress tensorMap */
-    { 12852, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapReplaceAddress globalAddress */
+    { 12816, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapReplaceAddress tensorMap */
+    { 12852, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapReplaceAddress globalAddress */
     { 13221, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuTexObjectCreate pTexObject */
-    { 12676, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectCreate pResDesc */
-    { 13232, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectCreate pTexDesc */
-    { 13241, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectCreate pResViewDesc */
+    { 12676, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectCreate pResDesc */
+    { 13232, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectCreate pTexDesc */
+    { 13241, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectCreate pResViewDesc */
     { 13272, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectDestroy texObject */
-    { 12676, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetResourceDesc pResDesc */
+    { 12676, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetResourceDesc pResDesc */
     { 13272, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetResourceDesc texObject */
-    { 13241, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetResourceViewDesc pResViewDesc */
+    { 13241, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetResourceViewDesc pResViewDesc */
     { 13272, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetResourceViewDesc texObject */
-    { 13232, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetTextureDesc pTexDesc */
+    { 13232, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetTextureDesc pTexDesc */
     { 13272, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetTextureDesc texObject */
-    { 10794, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuTexRefCreate pTexRef */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefDestroy hTexRef */
+    { 10794, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuTexRefCreate pTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefDestroy hTexRef */
     { 6660, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddress pdptr */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddress hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddress hTexRef */
     { 13435, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 40 }, /* cuTexRefGetAddressMode pam */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddressMode hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddressMode hTexRef */
     { 13439, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddressMode dim */
-    { 12763, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuTexRefGetArray phArray */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetArray hTexRef */
+    { 12763, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuTexRefGetArray phArray */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetArray hTexRef */
     { 13483, CUABI_TRACE_OUT, CUABI_TRACE_FLOAT, 4, 0 }, /* cuTexRefGetBorderColor pBorderColor */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetBorderColor hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetBorderColor hTexRef */
     { 13519, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 41 }, /* cuTexRefGetFilterMode pfm */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetFilterMode hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetFilterMode hTexRef */
     { 8744, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuTexRefGetFlags pFlags */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetFlags hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetFlags hTexRef */
     { 13562, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 11 }, /* cuTexRefGetFormat pFormat */
     { 13570, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuTexRefGetFormat pNumChannels */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetFormat hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetFormat hTexRef */
     { 13601, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuTexRefGetMaxAnisotropy pmaxAniso */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMaxAnisotropy hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMaxAnisotropy hTexRef */
     { 13519, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 41 }, /* cuTexRefGetMipmapFilterMode pfm */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmapFilterMode hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmapFilterMode hTexRef */
     { 13664, CUABI_TRACE_OUT, CUABI_TRACE_FLOAT, 4, 0 }, /* cuTexRefGetMipmapLevelBias pbias */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmapLevelBias hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmapLevelBias hTexRef */
     { 13697, CUABI_TRACE_OUT, CUABI_TRACE_FLOAT, 4, 0 }, /* cuTexRefGetMipmapLevelClamp pminMipmapLevelClamp */
     { 13718, CUABI_TRACE_OUT, CUABI_TRACE_FLOAT, 4, 0 }, /* cuTexRefGetMipmapLevelClamp pmaxMipmapLevelClamp */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmapLevelClamp hTexRef */
-    { 13767, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuTexRefGetMipmappedArray phMipmappedArray */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmappedArray hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmapLevelClamp hTexRef */
+    { 13767, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuTexRefGetMipmappedArray phMipmappedArray */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetMipmappedArray hTexRef */
     { 13810, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuTexRefSetAddress ByteOffset */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress hTexRef */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress dptr */
     { 2593, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress bytes */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress2D hTexRef */
-    { 6266, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress2D desc */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress2D hTexRef */
+    { 6266, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress2D desc */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress2D dptr */
     { 13845, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddress2D Pitch */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddressMode hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddressMode hTexRef */
     { 13439, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetAddressMode dim */
     { 13872, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 40 }, /* cuTexRefSetAddressMode am */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetArray hTexRef */
-    { 59, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetArray hArray */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetArray hTexRef */
+    { 59, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetArray hArray */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetArray Flags */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetBorderColor hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetBorderColor hTexRef */
     { 13483, CUABI_TRACE_OUT, CUABI_TRACE_FLOAT, 4, 0 }, /* cuTexRefSetBorderColor pBorderColor */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFilterMode hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFilterMode hTexRef */
     { 13938, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 41 }, /* cuTexRefSetFilterMode fm */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFlags hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFlags hTexRef */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFlags Flags */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFormat hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFormat hTexRef */
     { 13980, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 11 }, /* cuTexRefSetFormat fmt */
     { 13984, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetFormat NumPackedComponents */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMaxAnisotropy hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMaxAnisotropy hTexRef */
     { 14022, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMaxAnisotropy maxAniso */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapFilterMode hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapFilterMode hTexRef */
     { 13938, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 41 }, /* cuTexRefSetMipmapFilterMode fm */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelBias hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelBias hTexRef */
     { 14084, CUABI_TRACE_FLOAT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelBias bias */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelClamp hTexRef */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelClamp hTexRef */
     { 14119, CUABI_TRACE_FLOAT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelClamp minMipmapLevelClamp */
     { 14139, CUABI_TRACE_FLOAT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmapLevelClamp maxMipmapLevelClamp */
-    { 11597, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmappedArray hTexRef */
-    { 10464, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmappedArray hMipmappedArray */
+    { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmappedArray hTexRef */
+    { 10464, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmappedArray hMipmappedArray */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefSetMipmappedArray Flags */
     { 10738, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 32 }, /* cuThreadExchangeStreamCaptureMode mode */
-    { 14251, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuUserObjectCreate object_out */
-    { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectCreate ptr */
-    { 14262, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectCreate destroy */
+    { 14251, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuUserObjectCreate object_out */
+    { 7886, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectCreate ptr */
+    { 14262, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectCreate destroy */
     { 14270, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectCreate initialRefcount */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectCreate flags */
-    { 5882, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectRelease object */
+    { 5882, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectRelease object */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectRelease count */
-    { 5882, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectRetain object */
+    { 5882, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectRetain object */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuUserObjectRetain count */
-    { 11836, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync extSemArray */
-    { 8157, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync paramsArray */
+    { 11836, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync extSemArray */
+    { 8157, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync paramsArray */
     { 11848, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync numExtSems */
-    { 8180, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync stream */
-    { 6624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointOperationComplete handle */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpDeregisterCompleteCallback callback */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpDeregisterStartCallback callback */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterCompleteCallback callback */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterCompleteCallback userData */
-    { 14475, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCoredumpRegisterCompleteCallback callbackOut */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterStartCallback callback */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterStartCallback userData */
-    { 14475, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuCoredumpRegisterStartCallback callbackOut */
-    { 1479, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit result */
+    { 8180, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuWaitExternalSemaphoresAsync stream */
+    { 6624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCheckpointOperationComplete handle */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpDeregisterCompleteCallback callback */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpDeregisterStartCallback callback */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterCompleteCallback callback */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterCompleteCallback userData */
+    { 14475, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCoredumpRegisterCompleteCallback callbackOut */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterStartCallback callback */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuCoredumpRegisterStartCallback userData */
+    { 14475, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuCoredumpRegisterStartCallback callbackOut */
+    { 1479, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit result */
     { 1486, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit nbGroups */
-    { 1495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit input */
-    { 14554, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit remainder */
+    { 1495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit input */
+    { 14554, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit remainder */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit flags */
-    { 14564, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit groupParams */
+    { 14564, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDevSmResourceSplit groupParams */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuDeviceGetCliqueCount count */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetCliqueCount dev */
-    { 14627, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetCliqueInfo cliqueInfo */
+    { 14627, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetCliqueInfo cliqueInfo */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuDeviceGetCliqueInfo count */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetCliqueInfo dev */
-    { 2288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetFabricClusterUuid uuid */
+    { 2288, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetFabricClusterUuid uuid */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuDeviceGetFabricClusterUuid dev */
     { 9604, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuFabricCpyBatchAsync numOps */
-    { 9611, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFabricCpyBatchAsync opList */
+    { 9611, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFabricCpyBatchAsync opList */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFabricCpyBatchAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFabricCpyBatchAsync hStream */
-    { 3063, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetParamCount func */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFabricCpyBatchAsync hStream */
+    { 3063, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuFuncGetParamCount func */
     { 14711, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuFuncGetParamCount paramCount */
-    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphAddNode_v3 phGraphNode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 hGraph */
-    { 3446, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 dependencies */
-    { 3925, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 dependencyData */
+    { 3427, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphAddNode_v3 phGraphNode */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 hGraph */
+    { 3446, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 dependencies */
+    { 3925, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 dependencyData */
     { 3459, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 numDependencies */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 nodeParams */
-    { 4395, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecGetId hGraphExec */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphAddNode_v3 nodeParams */
+    { 4395, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphExecGetId hGraphExec */
     { 14760, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuGraphExecGetId graphId */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetId hGraph */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphGetId hGraph */
     { 14760, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuGraphGetId graphId */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetContainingGraph hNode */
-    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphNodeGetContainingGraph phGraph */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetLocalId hNode */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetContainingGraph hNode */
+    { 4045, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphNodeGetContainingGraph phGraph */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetLocalId hNode */
     { 14828, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuGraphNodeGetLocalId nodeId */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetParams hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetParams nodeParams */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetToolsId hNode */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetParams hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetParams nodeParams */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeGetToolsId hNode */
     { 14878, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuGraphNodeGetToolsId toolsNodeId */
-    { 3962, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams_v2 hNode */
-    { 3475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams_v2 nodeParams */
-    { 6694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetParamCount kernel */
+    { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams_v2 hNode */
+    { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphNodeSetParams_v2 nodeParams */
+    { 6694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuKernelGetParamCount kernel */
     { 14711, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuKernelGetParamCount paramCount */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 hStream */
-    { 7128, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 fn */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 userData */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 hStream */
+    { 7128, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 fn */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 userData */
     { 14958, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLaunchHostFunc_v2 syncMode */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointAddDevice leId */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointAddDevice dev */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr leId */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr dev */
     { 8860, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr offset */
-    { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr ptr */
+    { 7886, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr ptr */
     { 499, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr size */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindAddr flags */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindMem leId */
@@ -3093,20 +3093,20 @@ static const cuabi_trace_param params[1471] = {
     { 499, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindMem size */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointBindMem flags */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointCreate leId */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointCreate prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointCreate prop */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointDestroy leId */
-    { 6624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointExport handle */
+    { 6624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointExport handle */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointExport leId */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 42 }, /* cuLogicalEndpointExport handleType */
     { 15161, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuLogicalEndpointGetLimits bindAlignment */
     { 15175, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuLogicalEndpointGetLimits maxSize */
-    { 2183, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointGetLimits prop */
+    { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointGetLimits prop */
     { 15210, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointIdRelease baseLeId */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointIdRelease count */
     { 15210, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuLogicalEndpointIdReserve baseLeId */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointIdReserve count */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointImport leId */
-    { 6624, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointImport handle */
+    { 6624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointImport handle */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 42 }, /* cuLogicalEndpointImport handleType */
     { 14987, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointQuery leId */
     { 1729, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLogicalEndpointQuery count */
@@ -3119,15 +3119,15 @@ static const cuabi_trace_param params[1471] = {
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetLocationInfo size */
     { 15369, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetLocationInfo summaryGranularity */
     { 15388, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetLocationInfo samplingGranularity */
-    { 15408, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetLocationInfo location_out */
-    { 15448, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DWithAttributesAsync op */
+    { 15408, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetLocationInfo location_out */
+    { 15448, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DWithAttributesAsync op */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DWithAttributesAsync flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DWithAttributesAsync hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpy3DWithAttributesAsync hStream */
     { 5284, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync dst */
     { 5288, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync src */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync size */
-    { 1845, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync attr */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync hStream */
+    { 1845, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync attr */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyWithAttributesAsync hStream */
     { 10940, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindAddr_v2 mcHandle */
     { 654, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindAddr_v2 dev */
     { 10973, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindAddr_v2 mcOffset */
@@ -3141,18 +3141,18 @@ static const cuabi_trace_param params[1471] = {
     { 11025, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindMem_v2 memOffset */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindMem_v2 size */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMulticastBindMem_v2 flags */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToCig hStream */
-    { 15579, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToCig streamCigCaptureParams */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToCig hStream */
+    { 15579, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginCaptureToCig streamCigCaptureParams */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph hStream */
     { 10738, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 32 }, /* cuStreamBeginRecaptureToGraph mode */
-    { 3439, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph hGraph */
-    { 2475, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph callbackFunc */
-    { 2488, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph userData */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamEndCaptureToCig hStream */
-    { 2784, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetDevResource hStream */
-    { 870, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetDevResource resource */
+    { 3439, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph hGraph */
+    { 2475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph callbackFunc */
+    { 2488, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamBeginRecaptureToGraph userData */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamEndCaptureToCig hStream */
+    { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetDevResource hStream */
+    { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuStreamGetDevResource resource */
     { 879, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* cuStreamGetDevResource type */
-    { 12816, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapSetAllocationClass tensorMap */
+    { 12816, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTensorMapSetAllocationClass tensorMap */
     { 15711, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 43 }, /* cuTensorMapSetAllocationClass allocClass */
     { 15722, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 43 }, /* cuTensorMapSetAllocationClass outAllocClass */
 };

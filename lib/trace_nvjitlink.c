@@ -74,38 +74,38 @@ static const char strings[1259] =
     "NVJITLINK_INPUT_ANY\0";
 
 static const cuabi_trace_param params[35] = {
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddData handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddData handle */
     { 7, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 1 }, /* nvJitLinkAddData inputType */
-    { 17, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddData data */
+    { 17, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddData data */
     { 22, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddData size */
     { 27, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddData name */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddFile handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddFile handle */
     { 7, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 1 }, /* nvJitLinkAddFile inputType */
     { 55, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkAddFile fileName */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkComplete handle */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvJitLinkCreate handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkComplete handle */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvJitLinkCreate handle */
     { 105, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkCreate numOptions */
     { 116, CUABI_TRACE_STRINGS, CUABI_TRACE_NONE, 0, 1 }, /* nvJitLinkCreate options */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvJitLinkDestroy handle */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetErrorLog handle */
-    { 157, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetErrorLog log */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetErrorLogSize handle */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvJitLinkDestroy handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetErrorLog handle */
+    { 157, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetErrorLog log */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetErrorLogSize handle */
     { 22, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvJitLinkGetErrorLogSize size */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetInfoLog handle */
-    { 157, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetInfoLog log */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetInfoLogSize handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetInfoLog handle */
+    { 157, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetInfoLog log */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetInfoLogSize handle */
     { 22, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvJitLinkGetInfoLogSize size */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedCubin handle */
-    { 254, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedCubin cubin */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedCubinSize handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedCubin handle */
+    { 254, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedCubin cubin */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedCubinSize handle */
     { 22, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvJitLinkGetLinkedCubinSize size */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedLTOIR handle */
-    { 312, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedLTOIR ltoir */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedLTOIRSize handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedLTOIR handle */
+    { 312, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedLTOIR ltoir */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedLTOIRSize handle */
     { 22, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvJitLinkGetLinkedLTOIRSize size */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedPtx handle */
-    { 370, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedPtx ptx */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedPtxSize handle */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedPtx handle */
+    { 370, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedPtx ptx */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvJitLinkGetLinkedPtxSize handle */
     { 22, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvJitLinkGetLinkedPtxSize size */
     { 422, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvJitLinkVersion major */
     { 428, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvJitLinkVersion minor */

@@ -1049,902 +1049,902 @@ static const char strings[23477] =
     "NVML_VGPU_CAP_COUNT\0";
 
 static const cuabi_trace_param params[972] = {
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlComputeInstanceDestroy computeInstance */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlComputeInstanceGetInfo computeInstance */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlComputeInstanceGetInfo info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearAccountingPids device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearCpuAffinity device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearEccErrorCounts device */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlComputeInstanceDestroy computeInstance */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlComputeInstanceGetInfo computeInstance */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlComputeInstanceGetInfo info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearAccountingPids device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearCpuAffinity device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearEccErrorCounts device */
     { 144, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 1 }, /* nvmlDeviceClearEccErrorCounts counterType */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearFieldValues device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearFieldValues device */
     { 189, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearFieldValues valuesCount */
-    { 201, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearFieldValues values */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstance device */
+    { 201, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceClearFieldValues values */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstance device */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstance profileId */
-    { 249, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceCreateGpuInstance gpuInstance */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement device */
+    { 249, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceCreateGpuInstance gpuInstance */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement device */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement profileId */
-    { 293, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement placement */
-    { 249, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement gpuInstance */
-    { 349, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceDiscoverGpus pciInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceFreezeNvLinkUtilizationCounter device */
+    { 293, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement placement */
+    { 249, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceCreateGpuInstanceWithPlacement gpuInstance */
+    { 349, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceDiscoverGpus pciInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceFreezeNvLinkUtilizationCounter device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceFreezeNvLinkUtilizationCounter link */
     { 385, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceFreezeNvLinkUtilizationCounter counter */
     { 393, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceFreezeNvLinkUtilizationCounter freeze */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAPIRestriction device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAPIRestriction device */
     { 446, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 3 }, /* nvmlDeviceGetAPIRestriction apiType */
     { 454, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetAPIRestriction isRestricted */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingBufferSize device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingBufferSize device */
     { 495, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetAccountingBufferSize bufferSize */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingMode device */
     { 540, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetAccountingMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingPids device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingPids device */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetAccountingPids count */
-    { 579, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingPids pids */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats device */
+    { 579, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingPids pids */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats device */
     { 616, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats pid */
-    { 620, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats stats */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats_v2 device */
-    { 620, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats_v2 stats */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetActiveVgpus device */
+    { 620, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats stats */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats_v2 device */
+    { 620, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAccountingStats_v2 stats */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetActiveVgpus device */
     { 687, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetActiveVgpus vgpuCount */
-    { 697, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetActiveVgpus vgpuInstances */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAdaptiveClockInfoStatus device */
+    { 697, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetActiveVgpus vgpuInstances */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAdaptiveClockInfoStatus device */
     { 736, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetAdaptiveClockInfoStatus adaptiveClockStatus */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAdaptiveTgpModeInfo_v1 device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAdaptiveTgpModeInfo_v1 info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAddressingMode device */
-    { 540, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAddressingMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetApplicationsClock device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAdaptiveTgpModeInfo_v1 device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAdaptiveTgpModeInfo_v1 info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAddressingMode device */
+    { 540, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAddressingMode mode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetApplicationsClock device */
     { 857, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetApplicationsClock clockType */
     { 867, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetApplicationsClock clockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetArchitecture device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetArchitecture device */
     { 907, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetArchitecture arch */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAttributes device */
-    { 938, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAttributes attributes */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAutoBoostedClocksEnabled device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAttributes device */
+    { 938, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAttributes attributes */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetAutoBoostedClocksEnabled device */
     { 973, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetAutoBoostedClocksEnabled isEnabled */
     { 983, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetAutoBoostedClocksEnabled defaultIsEnabled */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBAR1MemoryInfo device */
-    { 1038, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBAR1MemoryInfo bar1Memory */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBBXTimeData_v1 device */
-    { 1077, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBBXTimeData_v1 timeData */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBankRemapperStatus_v1 device */
-    { 1114, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBankRemapperStatus_v1 pBankRemapperStatus */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardId device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBAR1MemoryInfo device */
+    { 1038, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBAR1MemoryInfo bar1Memory */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBBXTimeData_v1 device */
+    { 1077, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBBXTimeData_v1 timeData */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBankRemapperStatus_v1 device */
+    { 1114, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBankRemapperStatus_v1 pBankRemapperStatus */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardId device */
     { 1169, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetBoardId boardId */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardPartNumber device */
-    { 1198, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardPartNumber partNumber */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardPartNumber device */
+    { 1198, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardPartNumber partNumber */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBoardPartNumber length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBrand device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBrand device */
     { 1249, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 5 }, /* nvmlDeviceGetBrand type */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBridgeChipInfo device */
-    { 1273, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBridgeChipInfo bridgeHierarchy */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBusType device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBridgeChipInfo device */
+    { 1273, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBridgeChipInfo bridgeHierarchy */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetBusType device */
     { 1249, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetBusType type */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetC2cModeInfoV device */
-    { 1338, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetC2cModeInfoV c2cModeInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCapabilities device */
-    { 1376, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCapabilities caps */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClkMonStatus device */
-    { 1407, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClkMonStatus status */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClock device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetC2cModeInfoV device */
+    { 1338, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetC2cModeInfoV c2cModeInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCapabilities device */
+    { 1376, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCapabilities caps */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClkMonStatus device */
+    { 1407, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClkMonStatus status */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClock device */
     { 857, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetClock clockType */
     { 1440, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 6 }, /* nvmlDeviceGetClock clockId */
     { 867, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetClock clockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClockInfo device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClockInfo device */
     { 1249, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetClockInfo type */
     { 1472, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetClockInfo clock */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClockOffsets device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClockOffsets info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeInstanceId device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClockOffsets device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetClockOffsets info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeInstanceId device */
     { 1527, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetComputeInstanceId id */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeMode device */
     { 540, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 7 }, /* nvmlDeviceGetComputeMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeRunningProcesses device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeRunningProcesses device */
     { 1586, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetComputeRunningProcesses infoCount */
-    { 1596, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeRunningProcesses infos */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuAttestationReport device */
-    { 1639, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuAttestationReport gpuAtstReport */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuCertificate device */
-    { 1698, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuCertificate gpuCert */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeMemSizeInfo device */
-    { 1745, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeMemSizeInfo memInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeProtectedMemoryUsage device */
-    { 1789, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeProtectedMemoryUsage memory */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCoolerInfo device */
-    { 1841, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCoolerInfo coolerInfo */
+    { 1596, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetComputeRunningProcesses infos */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuAttestationReport device */
+    { 1639, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuAttestationReport gpuAtstReport */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuCertificate device */
+    { 1698, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeGpuCertificate gpuCert */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeMemSizeInfo device */
+    { 1745, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeMemSizeInfo memInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeProtectedMemoryUsage device */
+    { 1789, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetConfComputeProtectedMemoryUsage memory */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCoolerInfo device */
+    { 1841, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCoolerInfo coolerInfo */
     { 1876, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetCount deviceCount */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinity device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinity device */
     { 1907, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinity cpuSetSize */
     { 1918, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetCpuAffinity cpuSet */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinityWithinScope device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinityWithinScope device */
     { 1907, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinityWithinScope cpuSetSize */
     { 1918, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetCpuAffinityWithinScope cpuSet */
     { 1950, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCpuAffinityWithinScope scope */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCreatableVgpus device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCreatableVgpus device */
     { 687, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetCreatableVgpus vgpuCount */
-    { 1997, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCreatableVgpus vgpuTypeIds */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCudaComputeCapability device */
+    { 1997, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCreatableVgpus vgpuTypeIds */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCudaComputeCapability device */
     { 2037, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetCudaComputeCapability major */
     { 2043, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetCudaComputeCapability minor */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrPcieLinkGeneration device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrPcieLinkGeneration device */
     { 2084, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetCurrPcieLinkGeneration currLinkGen */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrPcieLinkWidth device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrPcieLinkWidth device */
     { 2132, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetCurrPcieLinkWidth currLinkWidth */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClockFreqs device */
-    { 2177, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClockFreqs currentClockFreqs */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClocksEventReasons device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClockFreqs device */
+    { 2177, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClockFreqs currentClockFreqs */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClocksEventReasons device */
     { 2226, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetCurrentClocksEventReasons clocksEventReasons */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClocksThrottleReasons device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetCurrentClocksThrottleReasons device */
     { 2284, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetCurrentClocksThrottleReasons clocksThrottleReasons */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDecoderUtilization device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDecoderUtilization device */
     { 2348, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetDecoderUtilization utilization */
     { 2360, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetDecoderUtilization samplingPeriodUs */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDefaultApplicationsClock device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDefaultApplicationsClock device */
     { 857, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetDefaultApplicationsClock clockType */
     { 867, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetDefaultApplicationsClock clockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDefaultEccMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDefaultEccMode device */
     { 2447, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetDefaultEccMode defaultMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDetailedEccErrors device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDetailedEccErrors device */
     { 2487, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 8 }, /* nvmlDeviceGetDetailedEccErrors errorType */
     { 144, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 1 }, /* nvmlDeviceGetDetailedEccErrors counterType */
-    { 2497, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDetailedEccErrors eccCounts */
-    { 2538, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDeviceHandleFromMigDeviceHandle migDevice */
-    { 80, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetDeviceHandleFromMigDeviceHandle device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDisplayActive device */
+    { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDetailedEccErrors eccCounts */
+    { 2538, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDeviceHandleFromMigDeviceHandle migDevice */
+    { 80, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetDeviceHandleFromMigDeviceHandle device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDisplayActive device */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetDisplayActive isActive */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDisplayMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDisplayMode device */
     { 2629, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetDisplayMode display */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDramEncryptionMode device */
-    { 2662, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDramEncryptionMode current */
-    { 2670, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDramEncryptionMode pending */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDriverModel device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDramEncryptionMode device */
+    { 2662, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDramEncryptionMode current */
+    { 2670, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDramEncryptionMode pending */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDriverModel device */
     { 2662, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 9 }, /* nvmlDeviceGetDriverModel current */
     { 2670, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 9 }, /* nvmlDeviceGetDriverModel pending */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDynamicPstatesInfo device */
-    { 2735, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDynamicPstatesInfo pDynamicPstatesInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEccMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDynamicPstatesInfo device */
+    { 2735, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetDynamicPstatesInfo pDynamicPstatesInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEccMode device */
     { 2662, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetEccMode current */
     { 2670, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetEccMode pending */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderCapacity device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderCapacity device */
     { 2808, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 10 }, /* nvmlDeviceGetEncoderCapacity encoderQueryType */
     { 2825, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderCapacity encoderCapacity */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderSessions device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderSessions device */
     { 2870, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderSessions sessionCount */
-    { 2883, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderSessions sessionInfos */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderStats device */
+    { 2883, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderSessions sessionInfos */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderStats device */
     { 2870, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderStats sessionCount */
     { 2925, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderStats averageFps */
     { 2936, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderStats averageLatency */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderUtilization device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEncoderUtilization device */
     { 2348, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderUtilization utilization */
     { 2360, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEncoderUtilization samplingPeriodUs */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEnforcedPowerLimit device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetEnforcedPowerLimit device */
     { 3014, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetEnforcedPowerLimit limit */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCSessions device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCSessions device */
     { 2870, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetFBCSessions sessionCount */
-    { 3052, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCSessions sessionInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCStats device */
-    { 3089, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCStats fbcStats */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanControlPolicy_v2 device */
+    { 3052, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCSessions sessionInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCStats device */
+    { 3089, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFBCStats fbcStats */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanControlPolicy_v2 device */
     { 3120, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanControlPolicy_v2 fan */
     { 3124, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetFanControlPolicy_v2 policy */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeed device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeed device */
     { 3164, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetFanSpeed speed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeedRPM device */
-    { 3192, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeedRPM fanSpeed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeed_v2 device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeedRPM device */
+    { 3192, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeedRPM fanSpeed */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeed_v2 device */
     { 3120, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFanSpeed_v2 fan */
     { 3164, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetFanSpeed_v2 speed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFieldValues device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFieldValues device */
     { 189, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFieldValues valuesCount */
-    { 201, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFieldValues values */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpcClkMinMaxVfOffset device */
+    { 201, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetFieldValues values */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpcClkMinMaxVfOffset device */
     { 3276, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetGpcClkMinMaxVfOffset minOffset */
     { 3286, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetGpcClkMinMaxVfOffset maxOffset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpcClkVfOffset device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpcClkVfOffset device */
     { 3330, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetGpcClkVfOffset offset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo device */
-    { 3365, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo gpuFabricInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfoV device */
-    { 3365, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfoV gpuFabricInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo_v4 device */
-    { 3365, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo_v4 gpuFabricInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceById device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo device */
+    { 3365, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo gpuFabricInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfoV device */
+    { 3365, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfoV gpuFabricInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo_v4 device */
+    { 3365, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuFabricInfo_v4 gpuFabricInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceById device */
     { 1527, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceById id */
-    { 249, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetGpuInstanceById gpuInstance */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceId device */
+    { 249, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetGpuInstanceById gpuInstance */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceId device */
     { 1527, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGpuInstanceId id */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstancePossiblePlacements device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstancePossiblePlacements device */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstancePossiblePlacements profileId */
-    { 3520, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstancePossiblePlacements placements */
+    { 3520, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstancePossiblePlacements placements */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGpuInstancePossiblePlacements count */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfo device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfo device */
     { 3574, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfo profile */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfo info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoByIdV device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfo info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoByIdV device */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoByIdV profileId */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoByIdV info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoV device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoByIdV info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoV device */
     { 3574, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoV profile */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoV info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceRemainingCapacity device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceProfileInfoV info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceRemainingCapacity device */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstanceRemainingCapacity profileId */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGpuInstanceRemainingCapacity count */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstances device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstances device */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstances profileId */
-    { 3738, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstances gpuInstances */
+    { 3738, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuInstances gpuInstances */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGpuInstances count */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuMaxPcieLinkGeneration device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuMaxPcieLinkGeneration device */
     { 3777, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGpuMaxPcieLinkGeneration maxLinkGenDevice */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuOperationMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuOperationMode device */
     { 2662, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 11 }, /* nvmlDeviceGetGpuOperationMode current */
     { 2670, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 11 }, /* nvmlDeviceGetGpuOperationMode pending */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuUptime_v1 device */
-    { 3862, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuUptime_v1 uptime */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGraphicsRunningProcesses device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuUptime_v1 device */
+    { 3862, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGpuUptime_v1 uptime */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGraphicsRunningProcesses device */
     { 1586, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGraphicsRunningProcesses infoCount */
-    { 1596, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGraphicsRunningProcesses infos */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGridLicensableFeatures device */
-    { 3933, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGridLicensableFeatures pGridLicensableFeatures */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGspFirmwareMode device */
+    { 1596, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGraphicsRunningProcesses infos */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGridLicensableFeatures device */
+    { 3933, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGridLicensableFeatures pGridLicensableFeatures */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGspFirmwareMode device */
     { 973, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGspFirmwareMode isEnabled */
     { 2447, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetGspFirmwareMode defaultMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGspFirmwareVersion device */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGspFirmwareVersion version */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGspFirmwareVersion device */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetGspFirmwareVersion version */
     { 4062, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHandleByIndex index */
-    { 80, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetHandleByIndex device */
+    { 80, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetHandleByIndex device */
     { 4098, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHandleByPciBusId pciBusId */
-    { 80, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetHandleByPciBusId device */
+    { 80, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetHandleByPciBusId device */
     { 4137, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHandleBySerial serial */
-    { 80, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetHandleBySerial device */
+    { 80, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetHandleBySerial device */
     { 4172, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHandleByUUID uuid */
-    { 80, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetHandleByUUID device */
-    { 4172, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHandleByUUIDV uuid */
-    { 80, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetHandleByUUIDV device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHostVgpuMode device */
+    { 80, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetHandleByUUID device */
+    { 4172, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHandleByUUIDV uuid */
+    { 80, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetHandleByUUIDV device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHostVgpuMode device */
     { 4230, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 12 }, /* nvmlDeviceGetHostVgpuMode pHostVgpuMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHostname_v1 device */
-    { 4270, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHostname_v1 hostname */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetIndex device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHostname_v1 device */
+    { 4270, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetHostname_v1 hostname */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetIndex device */
     { 4062, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetIndex index */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomConfigurationChecksum device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomConfigurationChecksum device */
     { 4323, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetInforomConfigurationChecksum checksum */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomImageVersion device */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomImageVersion version */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomImageVersion device */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomImageVersion version */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomImageVersion length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomVersion device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomVersion device */
     { 4407, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 13 }, /* nvmlDeviceGetInforomVersion object */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomVersion version */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomVersion version */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetInforomVersion length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetIrqNum device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetIrqNum device */
     { 4442, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetIrqNum irqNum */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetJpgUtilization device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetJpgUtilization device */
     { 2348, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetJpgUtilization utilization */
     { 2360, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetJpgUtilization samplingPeriodUs */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetLastBBXFlushTime device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetLastBBXFlushTime device */
     { 4497, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetLastBBXFlushTime timestamp */
     { 4507, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetLastBBXFlushTime durationUs */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMPSComputeRunningProcesses device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMPSComputeRunningProcesses device */
     { 1586, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMPSComputeRunningProcesses infoCount */
-    { 1596, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMPSComputeRunningProcesses infos */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMarginTemperature device */
-    { 4588, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMarginTemperature marginTempInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxClockInfo device */
+    { 1596, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMPSComputeRunningProcesses infos */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMarginTemperature device */
+    { 4588, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMarginTemperature marginTempInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxClockInfo device */
     { 1249, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetMaxClockInfo type */
     { 1472, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMaxClockInfo clock */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxCustomerBoostClock device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxCustomerBoostClock device */
     { 857, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetMaxCustomerBoostClock clockType */
     { 867, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMaxCustomerBoostClock clockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxMigDeviceCount device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxMigDeviceCount device */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMaxMigDeviceCount count */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxPcieLinkGeneration device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxPcieLinkGeneration device */
     { 4726, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMaxPcieLinkGeneration maxLinkGen */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxPcieLinkWidth device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMaxPcieLinkWidth device */
     { 4772, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMaxPcieLinkWidth maxLinkWidth */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemClkMinMaxVfOffset device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemClkMinMaxVfOffset device */
     { 3276, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetMemClkMinMaxVfOffset minOffset */
     { 3286, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetMemClkMinMaxVfOffset maxOffset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemClkVfOffset device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemClkVfOffset device */
     { 3330, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceGetMemClkVfOffset offset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryAffinity device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryAffinity device */
     { 4877, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryAffinity nodeSetSize */
     { 4889, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetMemoryAffinity nodeSet */
     { 1950, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryAffinity scope */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryBusWidth device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryBusWidth device */
     { 4925, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMemoryBusWidth busWidth */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryErrorCounter device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryErrorCounter device */
     { 2487, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 8 }, /* nvmlDeviceGetMemoryErrorCounter errorType */
     { 144, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 1 }, /* nvmlDeviceGetMemoryErrorCounter counterType */
     { 4962, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 14 }, /* nvmlDeviceGetMemoryErrorCounter locationType */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetMemoryErrorCounter count */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo device */
-    { 1789, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo memory */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo_v2 device */
-    { 1789, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo_v2 memory */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryLimits_v1 device */
-    { 5064, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryLimits_v1 limits */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMigDeviceHandleByIndex device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo device */
+    { 1789, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo memory */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo_v2 device */
+    { 1789, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryInfo_v2 memory */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryLimits_v1 device */
+    { 5064, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMemoryLimits_v1 limits */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMigDeviceHandleByIndex device */
     { 4062, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMigDeviceHandleByIndex index */
-    { 2538, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlDeviceGetMigDeviceHandleByIndex migDevice */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMigMode device */
+    { 2538, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlDeviceGetMigDeviceHandleByIndex migDevice */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMigMode device */
     { 5136, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMigMode currentMode */
     { 5148, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMigMode pendingMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMinMaxClockOfPState device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMinMaxClockOfPState device */
     { 1249, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 4 }, /* nvmlDeviceGetMinMaxClockOfPState type */
     { 5181, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 15 }, /* nvmlDeviceGetMinMaxClockOfPState pstate */
     { 5188, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMinMaxClockOfPState minClockMHz */
     { 5200, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMinMaxClockOfPState maxClockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMinMaxFanSpeed device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMinMaxFanSpeed device */
     { 5251, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMinMaxFanSpeed minSpeed */
     { 5260, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMinMaxFanSpeed maxSpeed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMinorNumber device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMinorNumber device */
     { 5297, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMinorNumber minorNumber */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetModuleId device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetModuleId device */
     { 5334, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetModuleId moduleId */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMultiGpuBoard device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetMultiGpuBoard device */
     { 5365, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetMultiGpuBoard multiGpuBool */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetName device */
-    { 5405, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetName name */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetName device */
+    { 5405, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetName name */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetName length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNumFans device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNumFans device */
     { 5428, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetNumFans numFans */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNumGpuCores device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNumGpuCores device */
     { 5457, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetNumGpuCores numCores */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNumaNodeId device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNumaNodeId device */
     { 5491, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetNumaNodeId node */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkCapability device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkCapability device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkCapability link */
     { 5520, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 16 }, /* nvmlDeviceGetNvLinkCapability capability */
     { 5531, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetNvLinkCapability capResult */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkErrorCounter device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkErrorCounter device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkErrorCounter link */
     { 385, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 17 }, /* nvmlDeviceGetNvLinkErrorCounter counter */
     { 5571, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetNvLinkErrorCounter counterValue */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo_v3 device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo_v3 info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemoteDeviceType device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo_v3 device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkInfo_v3 info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemoteDeviceType device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemoteDeviceType link */
     { 5667, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 18 }, /* nvmlDeviceGetNvLinkRemoteDeviceType pNvLinkDeviceType */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemotePciInfo device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemotePciInfo device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemotePciInfo link */
-    { 5721, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemotePciInfo pci */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkState device */
+    { 5721, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkRemotePciInfo pci */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkState device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkState link */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetNvLinkState isActive */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkTelemetrySamples_v1 device */
-    { 5783, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkTelemetrySamples_v1 samples */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationControl device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkTelemetrySamples_v1 device */
+    { 5783, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkTelemetrySamples_v1 samples */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationControl device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationControl link */
     { 385, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationControl counter */
-    { 5830, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationControl control */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationCounter device */
+    { 5830, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationControl control */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationCounter device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationCounter link */
     { 385, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkUtilizationCounter counter */
     { 5876, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetNvLinkUtilizationCounter rxcounter */
     { 5886, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetNvLinkUtilizationCounter txcounter */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkVersion device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkVersion device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvLinkVersion link */
     { 4022, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetNvLinkVersion version */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkBwMode device */
-    { 5961, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkBwMode getBwMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkNvlePrivateInfo_v1 device */
-    { 5997, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkNvlePrivateInfo_v1 privateInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkRemapTableInfo_v1 device */
-    { 6047, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkRemapTableInfo_v1 remapTableInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkSupportedBwModes device */
-    { 6099, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkSupportedBwModes supportedBwMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetOfaUtilization device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkBwMode device */
+    { 5961, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkBwMode getBwMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkNvlePrivateInfo_v1 device */
+    { 5997, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkNvlePrivateInfo_v1 privateInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkRemapTableInfo_v1 device */
+    { 6047, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkRemapTableInfo_v1 remapTableInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkSupportedBwModes device */
+    { 6099, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetNvlinkSupportedBwModes supportedBwMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetOfaUtilization device */
     { 2348, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetOfaUtilization utilization */
     { 2360, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetOfaUtilization samplingPeriodUs */
-    { 6179, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetP2PStatus device1 */
-    { 6187, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetP2PStatus device2 */
+    { 6179, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetP2PStatus device1 */
+    { 6187, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetP2PStatus device2 */
     { 6195, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 19 }, /* nvmlDeviceGetP2PStatus p2pIndex */
     { 6204, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 20 }, /* nvmlDeviceGetP2PStatus p2pStatus */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfo device */
-    { 5721, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfo pci */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfoExt device */
-    { 5721, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfoExt pci */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieLinkMaxSpeed device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfo device */
+    { 5721, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfo pci */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfoExt device */
+    { 5721, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPciInfoExt pci */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieLinkMaxSpeed device */
     { 5260, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPcieLinkMaxSpeed maxSpeed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieReplayCounter device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieReplayCounter device */
     { 6317, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPcieReplayCounter value */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieSpeed device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieSpeed device */
     { 6354, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPcieSpeed pcieSpeed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieThroughput device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPcieThroughput device */
     { 385, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 21 }, /* nvmlDeviceGetPcieThroughput counter */
     { 6317, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPcieThroughput value */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPdi device */
-    { 6415, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPdi pdi */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPerformanceModes device */
-    { 6436, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPerformanceModes perfModes */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPerformanceState device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPdi device */
+    { 6415, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPdi pdi */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPerformanceModes device */
+    { 6436, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPerformanceModes perfModes */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPerformanceState device */
     { 6476, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 15 }, /* nvmlDeviceGetPerformanceState pState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPersistenceMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPersistenceMode device */
     { 540, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetPersistenceMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPgpuMetadataString device */
-    { 6542, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPgpuMetadataString pgpuMetadata */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPgpuMetadataString device */
+    { 6542, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPgpuMetadataString pgpuMetadata */
     { 495, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPgpuMetadataString bufferSize */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPlatformInfo device */
-    { 6587, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPlatformInfo platformInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementDefaultLimit device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPlatformInfo device */
+    { 6587, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPlatformInfo platformInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementDefaultLimit device */
     { 6626, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPowerManagementDefaultLimit defaultLimit */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementLimit device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementLimit device */
     { 3014, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPowerManagementLimit limit */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementLimitConstraints device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementLimitConstraints device */
     { 6714, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPowerManagementLimitConstraints minLimit */
     { 6723, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPowerManagementLimitConstraints maxLimit */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerManagementMode device */
     { 540, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetPowerManagementMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerMizerMode_v1 device */
-    { 6810, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerMizerMode_v1 powerMizerMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerSource device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerMizerMode_v1 device */
+    { 6810, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerMizerMode_v1 powerMizerMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerSource device */
     { 6856, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPowerSource powerSource */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerState device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerState device */
     { 6476, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 15 }, /* nvmlDeviceGetPowerState pState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerUsage device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetPowerUsage device */
     { 6917, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetPowerUsage power */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessUtilization device */
-    { 2348, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessUtilization utilization */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessUtilization device */
+    { 2348, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessUtilization utilization */
     { 6947, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetProcessUtilization processSamplesCount */
     { 6967, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessUtilization lastSeenTimeStamp */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessesUtilizationInfo device */
-    { 7022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessesUtilizationInfo procesesUtilInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRemappedRows device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessesUtilizationInfo device */
+    { 7022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetProcessesUtilizationInfo procesesUtilInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRemappedRows device */
     { 7077, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetRemappedRows corrRows */
     { 7086, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetRemappedRows uncRows */
     { 7094, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetRemappedRows isPending */
     { 7104, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetRemappedRows failureOccurred */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRemappedRows_v2 device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRemappedRows_v2 info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRepairStatus device */
-    { 7181, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRepairStatus repairStatus */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRemappedRows_v2 device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRemappedRows_v2 info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRepairStatus device */
+    { 7181, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRepairStatus repairStatus */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages device */
     { 7220, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 22 }, /* nvmlDeviceGetRetiredPages cause */
     { 7226, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetRetiredPages pageCount */
-    { 7236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages addresses */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPagesPendingStatus device */
+    { 7236, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages addresses */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPagesPendingStatus device */
     { 7094, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceGetRetiredPagesPendingStatus isPending */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages_v2 device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages_v2 device */
     { 7220, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 22 }, /* nvmlDeviceGetRetiredPages_v2 cause */
     { 7226, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetRetiredPages_v2 pageCount */
-    { 7236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages_v2 addresses */
-    { 7311, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages_v2 timestamps */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRowRemapperHistogram device */
-    { 201, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRowRemapperHistogram values */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRunningProcessDetailList device */
-    { 7391, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRunningProcessDetailList plist */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSamples device */
+    { 7236, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages_v2 addresses */
+    { 7311, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRetiredPages_v2 timestamps */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRowRemapperHistogram device */
+    { 201, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRowRemapperHistogram values */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRunningProcessDetailList device */
+    { 7391, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetRunningProcessDetailList plist */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSamples device */
     { 1249, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 23 }, /* nvmlDeviceGetSamples type */
     { 6967, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSamples lastSeenTimeStamp */
     { 7435, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 24 }, /* nvmlDeviceGetSamples sampleValType */
     { 7449, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetSamples sampleCount */
-    { 5783, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSamples samples */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSerial device */
-    { 4137, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSerial serial */
+    { 5783, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSamples samples */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSerial device */
+    { 4137, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSerial serial */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSerial length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramEccErrorStatus device */
-    { 1407, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramEccErrorStatus status */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts device */
-    { 7541, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts errorCounts */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedClocksEventReasons device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramEccErrorStatus device */
+    { 1407, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramEccErrorStatus status */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts device */
+    { 7541, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts errorCounts */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedClocksEventReasons device */
     { 7602, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetSupportedClocksEventReasons supportedClocksEventReasons */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedClocksThrottleReasons device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedClocksThrottleReasons device */
     { 7671, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetSupportedClocksThrottleReasons supportedClocksThrottleReasons */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedEventTypes device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedEventTypes device */
     { 7746, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetSupportedEventTypes eventTypes */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedGraphicsClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedGraphicsClocks device */
     { 7790, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedGraphicsClocks memoryClockMHz */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetSupportedGraphicsClocks count */
-    { 7805, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedGraphicsClocks clocksMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedMemoryClocks device */
+    { 7805, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedGraphicsClocks clocksMHz */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedMemoryClocks device */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetSupportedMemoryClocks count */
-    { 7805, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedMemoryClocks clocksMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedPerformanceStates device */
+    { 7805, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedMemoryClocks clocksMHz */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedPerformanceStates device */
     { 7887, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 15 }, /* nvmlDeviceGetSupportedPerformanceStates pstates */
     { 7895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedPerformanceStates size */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedVgpus device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedVgpus device */
     { 687, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetSupportedVgpus vgpuCount */
-    { 1997, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedVgpus vgpuTypeIds */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTargetFanSpeed device */
+    { 1997, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetSupportedVgpus vgpuTypeIds */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTargetFanSpeed device */
     { 3120, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTargetFanSpeed fan */
     { 7968, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetTargetFanSpeed targetSpeed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperature device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperature device */
     { 8008, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 25 }, /* nvmlDeviceGetTemperature sensorType */
     { 8019, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetTemperature temp */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperatureThreshold device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperatureThreshold device */
     { 8049, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 26 }, /* nvmlDeviceGetTemperatureThreshold thresholdType */
     { 8019, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetTemperatureThreshold temp */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperatureV device */
-    { 8097, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperatureV temperature */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetThermalSettings device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperatureV device */
+    { 8097, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTemperatureV temperature */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetThermalSettings device */
     { 8135, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetThermalSettings sensorIndex */
-    { 8147, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetThermalSettings pThermalSettings */
-    { 6179, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyCommonAncestor device1 */
-    { 6187, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyCommonAncestor device2 */
+    { 8147, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetThermalSettings pThermalSettings */
+    { 6179, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyCommonAncestor device1 */
+    { 6187, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyCommonAncestor device2 */
     { 8193, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 27 }, /* nvmlDeviceGetTopologyCommonAncestor pathInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyNearestGpus device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyNearestGpus device */
     { 8238, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 27 }, /* nvmlDeviceGetTopologyNearestGpus level */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetTopologyNearestGpus count */
-    { 8244, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyNearestGpus deviceArray */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTotalEccErrors device */
+    { 8244, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTopologyNearestGpus deviceArray */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTotalEccErrors device */
     { 2487, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 8 }, /* nvmlDeviceGetTotalEccErrors errorType */
     { 144, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 1 }, /* nvmlDeviceGetTotalEccErrors counterType */
     { 2497, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetTotalEccErrors eccCounts */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTotalEnergyConsumption device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetTotalEnergyConsumption device */
     { 8317, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlDeviceGetTotalEnergyConsumption energy */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUUID device */
-    { 4172, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUUID uuid */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUUID device */
+    { 4172, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUUID uuid */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUUID length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUnrepairableMemoryFlag_v1 device */
-    { 8378, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUnrepairableMemoryFlag_v1 unrepairableMemoryStatus */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUtilizationRates device */
-    { 2348, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUtilizationRates utilization */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVbiosVersion device */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVbiosVersion version */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUnrepairableMemoryFlag_v1 device */
+    { 8378, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUnrepairableMemoryFlag_v1 unrepairableMemoryStatus */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUtilizationRates device */
+    { 2348, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetUtilizationRates utilization */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVbiosVersion device */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVbiosVersion version */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVbiosVersion length */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuCapabilities device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuCapabilities device */
     { 5520, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 28 }, /* nvmlDeviceGetVgpuCapabilities capability */
     { 5531, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetVgpuCapabilities capResult */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuHeterogeneousMode device */
-    { 8528, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuHeterogeneousMode pHeterogeneousMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuInstancesUtilizationInfo device */
-    { 8582, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuInstancesUtilizationInfo vgpuUtilInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuMetadata device */
-    { 6542, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuMetadata pgpuMetadata */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuHeterogeneousMode device */
+    { 8528, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuHeterogeneousMode pHeterogeneousMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuInstancesUtilizationInfo device */
+    { 8582, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuInstancesUtilizationInfo vgpuUtilInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuMetadata device */
+    { 6542, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuMetadata pgpuMetadata */
     { 495, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetVgpuMetadata bufferSize */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessUtilization device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessUtilization device */
     { 6967, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessUtilization lastSeenTimeStamp */
     { 8663, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetVgpuProcessUtilization vgpuProcessSamplesCount */
-    { 8687, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessUtilization utilizationSamples */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessesUtilizationInfo device */
-    { 8747, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessesUtilizationInfo vgpuProcUtilInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerCapabilities device */
-    { 8806, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerCapabilities pCapabilities */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog device */
-    { 8859, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog pSchedulerLog */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog_v2 device */
-    { 8903, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog_v2 pSchedulerLogInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState device */
-    { 8954, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState pSchedulerState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState_v2 device */
-    { 9002, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState_v2 pSchedulerStateInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeCreatablePlacements device */
+    { 8687, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessUtilization utilizationSamples */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessesUtilizationInfo device */
+    { 8747, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuProcessesUtilizationInfo vgpuProcUtilInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerCapabilities device */
+    { 8806, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerCapabilities pCapabilities */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog device */
+    { 8859, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog pSchedulerLog */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog_v2 device */
+    { 8903, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerLog_v2 pSchedulerLogInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState device */
+    { 8954, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState pSchedulerState */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState_v2 device */
+    { 9002, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuSchedulerState_v2 pSchedulerStateInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeCreatablePlacements device */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeCreatablePlacements vgpuTypeId */
-    { 9068, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeCreatablePlacements pPlacementList */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeSupportedPlacements device */
+    { 9068, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeCreatablePlacements pPlacementList */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeSupportedPlacements device */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeSupportedPlacements vgpuTypeId */
-    { 9068, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeSupportedPlacements pPlacementList */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuUtilization device */
+    { 9068, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuTypeSupportedPlacements pPlacementList */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuUtilization device */
     { 6967, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuUtilization lastSeenTimeStamp */
     { 7435, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 24 }, /* nvmlDeviceGetVgpuUtilization sampleValType */
     { 9165, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceGetVgpuUtilization vgpuInstanceSamplesCount */
-    { 8687, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuUtilization utilizationSamples */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetViolationStatus device */
+    { 8687, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVgpuUtilization utilizationSamples */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetViolationStatus device */
     { 9225, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 29 }, /* nvmlDeviceGetViolationStatus perfPolicyType */
-    { 9240, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetViolationStatus violTime */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVirtualizationMode device */
+    { 9240, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetViolationStatus violTime */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceGetVirtualizationMode device */
     { 9278, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 30 }, /* nvmlDeviceGetVirtualizationMode pVirtualMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceIsMigDeviceHandle device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceIsMigDeviceHandle device */
     { 9323, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlDeviceIsMigDeviceHandle isMigDevice */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceLockNvlinkRemapTable_v1 device */
-    { 9363, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceLockNvlinkRemapTable_v1 remapTableLockInfo */
-    { 349, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceModifyDrainState pciInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceLockNvlinkRemapTable_v1 device */
+    { 9363, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceLockNvlinkRemapTable_v1 remapTableLockInfo */
+    { 349, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceModifyDrainState pciInfo */
     { 9416, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceModifyDrainState newState */
-    { 6179, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceOnSameBoard device1 */
-    { 6187, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceOnSameBoard device2 */
+    { 6179, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceOnSameBoard device1 */
+    { 6187, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceOnSameBoard device2 */
     { 9452, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceOnSameBoard onSameBoard */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePerfMetricsGetSamples_v1 device */
-    { 5783, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePerfMetricsGetSamples_v1 samples */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingActivatePresetProfile device */
-    { 3574, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingActivatePresetProfile profile */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingSetState device */
-    { 9567, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingSetState state */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingUpdatePresetProfileParam device */
-    { 3574, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingUpdatePresetProfileParam profile */
-    { 349, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceQueryDrainState pciInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePerfMetricsGetSamples_v1 device */
+    { 5783, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePerfMetricsGetSamples_v1 samples */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingActivatePresetProfile device */
+    { 3574, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingActivatePresetProfile profile */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingSetState device */
+    { 9567, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingSetState state */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingUpdatePresetProfileParam device */
+    { 3574, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDevicePowerSmoothingUpdatePresetProfileParam profile */
+    { 349, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceQueryDrainState pciInfo */
     { 9655, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlDeviceQueryDrainState currentState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadPRMCounters_v1 device */
-    { 9694, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadPRMCounters_v1 counterList */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadWritePRM_v1 device */
-    { 9735, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadWritePRM_v1 buffer */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRegisterEvents device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadPRMCounters_v1 device */
+    { 9694, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadPRMCounters_v1 counterList */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadWritePRM_v1 device */
+    { 9735, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceReadWritePRM_v1 buffer */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRegisterEvents device */
     { 7746, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRegisterEvents eventTypes */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRegisterEvents set */
-    { 349, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRemoveGpu pciInfo */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRegisterEvents set */
+    { 349, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceRemoveGpu pciInfo */
     { 9801, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 31 }, /* nvmlDeviceRemoveGpu gpuState */
     { 9810, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 32 }, /* nvmlDeviceRemoveGpu linkState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetApplicationsClocks device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetGpuLockedClocks device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetMemoryLockedClocks device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkErrorCounters device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetApplicationsClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetGpuLockedClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetMemoryLockedClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkErrorCounters device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkErrorCounters link */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkUtilizationCounter device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkUtilizationCounter device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkUtilizationCounter link */
     { 385, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceResetNvLinkUtilizationCounter counter */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAPIRestriction device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAPIRestriction device */
     { 446, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 3 }, /* nvmlDeviceSetAPIRestriction apiType */
     { 454, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetAPIRestriction isRestricted */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAccountingMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAccountingMode device */
     { 540, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetAccountingMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAdaptiveTgpMode_v1 device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAdaptiveTgpMode_v1 device */
     { 540, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetAdaptiveTgpMode_v1 mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetApplicationsClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetApplicationsClocks device */
     { 10106, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetApplicationsClocks memClockMHz */
     { 10118, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetApplicationsClocks graphicsClockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAutoBoostedClocksEnabled device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetAutoBoostedClocksEnabled device */
     { 10167, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetAutoBoostedClocksEnabled enabled */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetClockOffsets device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetClockOffsets info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetComputeMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetClockOffsets device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetClockOffsets info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetComputeMode device */
     { 540, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 7 }, /* nvmlDeviceSetComputeMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetConfComputeUnprotectedMemSize device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetConfComputeUnprotectedMemSize device */
     { 10264, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetConfComputeUnprotectedMemSize sizeKiB */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetCpuAffinity device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDefaultAutoBoostedClocksEnabled device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetCpuAffinity device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDefaultAutoBoostedClocksEnabled device */
     { 10167, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetDefaultAutoBoostedClocksEnabled enabled */
     { 10343, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDefaultAutoBoostedClocksEnabled flags */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDefaultFanSpeed_v2 device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDefaultFanSpeed_v2 device */
     { 3120, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDefaultFanSpeed_v2 fan */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDramEncryptionMode device */
-    { 10426, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDramEncryptionMode dramEncryption */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDriverModel device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDramEncryptionMode device */
+    { 10426, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDramEncryptionMode dramEncryption */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDriverModel device */
     { 10473, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 9 }, /* nvmlDeviceSetDriverModel driverModel */
     { 10343, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetDriverModel flags */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetEccMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetEccMode device */
     { 10510, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetEccMode ecc */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanControlPolicy device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanControlPolicy device */
     { 3120, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanControlPolicy fan */
     { 3124, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanControlPolicy policy */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanSpeed_v2 device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanSpeed_v2 device */
     { 3120, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanSpeed_v2 fan */
     { 3164, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetFanSpeed_v2 speed */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpcClkVfOffset device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpcClkVfOffset device */
     { 3330, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpcClkVfOffset offset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpuLockedClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpuLockedClocks device */
     { 10621, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpuLockedClocks minGpuClockMHz */
     { 10636, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpuLockedClocks maxGpuClockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpuOperationMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetGpuOperationMode device */
     { 540, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 11 }, /* nvmlDeviceSetGpuOperationMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetHostname_v1 device */
-    { 4270, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetHostname_v1 hostname */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemClkVfOffset device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetHostname_v1 device */
+    { 4270, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetHostname_v1 hostname */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemClkVfOffset device */
     { 3330, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemClkVfOffset offset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLimits_v1 device */
-    { 5064, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLimits_v1 limits */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLockedClocks device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLimits_v1 device */
+    { 5064, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLimits_v1 limits */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLockedClocks device */
     { 10792, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLockedClocks minMemClockMHz */
     { 10807, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMemoryLockedClocks maxMemClockMHz */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMigMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMigMode device */
     { 540, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetMigMode mode */
     { 10854, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 0 }, /* nvmlDeviceSetMigMode activationStatus */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkDeviceLowPowerThreshold device */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkDeviceLowPowerThreshold info */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkDeviceLowPowerThreshold device */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkDeviceLowPowerThreshold info */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl device */
     { 380, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl link */
     { 385, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl counter */
-    { 5830, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl control */
+    { 5830, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl control */
     { 10935, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvLinkUtilizationControl reset */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwMode device */
-    { 10985, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwMode setBwMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwModeAsync_v1 device */
-    { 11021, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwModeAsync_v1 setBwModeAsync */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkNvleReady_v1 device */
-    { 11070, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkNvleReady_v1 setNvleReady */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPersistenceMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwMode device */
+    { 10985, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwMode setBwMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwModeAsync_v1 device */
+    { 11021, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkBwModeAsync_v1 setBwModeAsync */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkNvleReady_v1 device */
+    { 11070, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetNvlinkNvleReady_v1 setNvleReady */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPersistenceMode device */
     { 540, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetPersistenceMode mode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit device */
     { 3014, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit limit */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit_v2 device */
-    { 11178, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit_v2 powerValue */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerMizerMode_v1 device */
-    { 6810, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerMizerMode_v1 powerMizerMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetRusdSettings_v1 device */
-    { 11257, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetRusdSettings_v1 settings */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetTemperatureThreshold device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit_v2 device */
+    { 11178, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerManagementLimit_v2 powerValue */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerMizerMode_v1 device */
+    { 6810, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetPowerMizerMode_v1 powerMizerMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetRusdSettings_v1 device */
+    { 11257, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetRusdSettings_v1 settings */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetTemperatureThreshold device */
     { 8049, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 26 }, /* nvmlDeviceSetTemperatureThreshold thresholdType */
     { 8019, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlDeviceSetTemperatureThreshold temp */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuCapabilities device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuCapabilities device */
     { 5520, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 28 }, /* nvmlDeviceSetVgpuCapabilities capability */
     { 9567, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 2 }, /* nvmlDeviceSetVgpuCapabilities state */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuHeterogeneousMode device */
-    { 8528, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuHeterogeneousMode pHeterogeneousMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState device */
-    { 8954, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState pSchedulerState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState_v2 device */
-    { 8954, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState_v2 pSchedulerState */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVirtualizationMode device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuHeterogeneousMode device */
+    { 8528, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuHeterogeneousMode pHeterogeneousMode */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState device */
+    { 8954, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState pSchedulerState */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState_v2 device */
+    { 8954, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVgpuSchedulerState_v2 pSchedulerState */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetVirtualizationMode device */
     { 11461, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 30 }, /* nvmlDeviceSetVirtualizationMode virtualMode */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetupNvlinkNvleEncryptionKey_v1 device */
-    { 11505, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetupNvlinkNvleEncryptionKey_v1 encryptionKey */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceValidateInforom device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceVgpuForceGspUnload device */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileClearRequestedProfiles device */
-    { 11616, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileClearRequestedProfiles requestedProfiles */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetCurrentProfiles device */
-    { 11687, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetCurrentProfiles currentProfiles */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetProfilesInfo device */
-    { 11752, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetProfilesInfo profilesInfo */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileSetRequestedProfiles device */
-    { 11616, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileSetRequestedProfiles requestedProfiles */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1 device */
-    { 11862, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1 updateProfiles */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetupNvlinkNvleEncryptionKey_v1 device */
+    { 11505, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceSetupNvlinkNvleEncryptionKey_v1 encryptionKey */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceValidateInforom device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceVgpuForceGspUnload device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileClearRequestedProfiles device */
+    { 11616, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileClearRequestedProfiles requestedProfiles */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetCurrentProfiles device */
+    { 11687, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetCurrentProfiles currentProfiles */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetProfilesInfo device */
+    { 11752, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileGetProfilesInfo profilesInfo */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileSetRequestedProfiles device */
+    { 11616, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileSetRequestedProfiles requestedProfiles */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1 device */
+    { 11862, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1 updateProfiles */
     { 11925, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 0 }, /* nvmlErrorString result */
-    { 9768, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlEventSetCreate set */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetFree set */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextCount_v1 set */
-    { 11986, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextCount_v1 params */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextData_v1 set */
-    { 11986, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextData_v1 params */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextInfo_v1 set */
-    { 11986, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextInfo_v1 params */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1 set */
-    { 11986, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1 params */
-    { 12138, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetRegisterGpuOperationalEvents_v1 eventSet */
-    { 12147, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetRegisterGpuOperationalEvents_v1 config */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait set */
-    { 12198, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait data */
+    { 9768, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlEventSetCreate set */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetFree set */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextCount_v1 set */
+    { 11986, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextCount_v1 params */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextData_v1 set */
+    { 11986, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextData_v1 params */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextInfo_v1 set */
+    { 11986, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetContextInfo_v1 params */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1 set */
+    { 11986, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1 params */
+    { 12138, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetRegisterGpuOperationalEvents_v1 eventSet */
+    { 12147, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetRegisterGpuOperationalEvents_v1 config */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait set */
+    { 12198, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait data */
     { 12203, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait timeoutms */
-    { 9768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait_v3 set */
-    { 11986, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait_v3 params */
+    { 9768, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait_v3 set */
+    { 11986, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlEventSetWait_v3 params */
     { 1876, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlGetExcludedDeviceCount deviceCount */
     { 4062, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetExcludedDeviceInfoByIndex index */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetExcludedDeviceInfoByIndex info */
-    { 12310, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuCompatibility vgpuMetadata */
-    { 6542, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuCompatibility pgpuMetadata */
-    { 12323, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuCompatibility compatibilityInfo */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetExcludedDeviceInfoByIndex info */
+    { 12310, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuCompatibility vgpuMetadata */
+    { 6542, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuCompatibility pgpuMetadata */
+    { 12323, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuCompatibility compatibilityInfo */
     { 5520, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 33 }, /* nvmlGetVgpuDriverCapabilities capability */
     { 5531, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlGetVgpuDriverCapabilities capResult */
-    { 12396, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuVersion supported */
-    { 2662, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuVersion current */
-    { 12425, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMetricsGet metricsGet */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMigSampleGet device */
+    { 12396, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuVersion supported */
+    { 2662, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGetVgpuVersion current */
+    { 12425, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMetricsGet metricsGet */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMigSampleGet device */
     { 12454, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMigSampleGet gpuInstanceId */
-    { 12468, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMigSampleGet gpmSample */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmQueryDeviceSupport device */
-    { 12498, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmQueryDeviceSupport gpmSupport */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmQueryIfStreamingEnabled device */
+    { 12468, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmMigSampleGet gpmSample */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmQueryDeviceSupport device */
+    { 12498, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmQueryDeviceSupport gpmSupport */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmQueryIfStreamingEnabled device */
     { 9567, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlGpmQueryIfStreamingEnabled state */
-    { 12468, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlGpmSampleAlloc gpmSample */
-    { 12468, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSampleFree gpmSample */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSampleGet device */
-    { 12468, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSampleGet gpmSample */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSetStreamingEnabled device */
+    { 12468, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlGpmSampleAlloc gpmSample */
+    { 12468, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSampleFree gpmSample */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSampleGet device */
+    { 12468, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSampleGet gpmSample */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSetStreamingEnabled device */
     { 9567, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpmSetStreamingEnabled state */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstance gpuInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstance gpuInstance */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstance profileId */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlGpuInstanceCreateComputeInstance computeInstance */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement gpuInstance */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlGpuInstanceCreateComputeInstance computeInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement gpuInstance */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement profileId */
-    { 293, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement placement */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement computeInstance */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceDestroy gpuInstance */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetActiveVgpus gpuInstance */
-    { 12757, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetActiveVgpus pVgpuInstanceInfo */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceById gpuInstance */
+    { 293, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement placement */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlGpuInstanceCreateComputeInstanceWithPlacement computeInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceDestroy gpuInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetActiveVgpus gpuInstance */
+    { 12757, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetActiveVgpus pVgpuInstanceInfo */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceById gpuInstance */
     { 1527, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceById id */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlGpuInstanceGetComputeInstanceById computeInstance */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstancePossiblePlacements gpuInstance */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlGpuInstanceGetComputeInstanceById computeInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstancePossiblePlacements gpuInstance */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstancePossiblePlacements profileId */
-    { 3520, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstancePossiblePlacements placements */
+    { 3520, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstancePossiblePlacements placements */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlGpuInstanceGetComputeInstancePossiblePlacements count */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfo gpuInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfo gpuInstance */
     { 3574, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfo profile */
     { 12895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfo engProfile */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfo info */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfoV gpuInstance */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfo info */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfoV gpuInstance */
     { 3574, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfoV profile */
     { 12895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfoV engProfile */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfoV info */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceRemainingCapacity gpuInstance */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceProfileInfoV info */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceRemainingCapacity gpuInstance */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstanceRemainingCapacity profileId */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlGpuInstanceGetComputeInstanceRemainingCapacity count */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstances gpuInstance */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstances gpuInstance */
     { 239, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstances profileId */
-    { 13048, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstances computeInstances */
+    { 13048, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetComputeInstances computeInstances */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlGpuInstanceGetComputeInstances count */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetCreatableVgpus gpuInstance */
-    { 13100, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetCreatableVgpus pVgpus */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetInfo gpuInstance */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetInfo info */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuHeterogeneousMode gpuInstance */
-    { 8528, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuHeterogeneousMode pHeterogeneousMode */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog gpuInstance */
-    { 8903, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog pSchedulerLogInfo */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog_v2 gpuInstance */
-    { 8903, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog_v2 pSchedulerLogInfo */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState gpuInstance */
-    { 9002, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState pSchedulerStateInfo */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState_v2 gpuInstance */
-    { 9002, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState_v2 pSchedulerStateInfo */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuTypeCreatablePlacements gpuInstance */
-    { 13353, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuTypeCreatablePlacements pCreatablePlacementInfo */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuHeterogeneousMode gpuInstance */
-    { 8528, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuHeterogeneousMode pHeterogeneousMode */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState gpuInstance */
-    { 13463, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState pScheduler */
-    { 249, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState_v2 gpuInstance */
-    { 8954, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState_v2 pSchedulerState */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetCreatableVgpus gpuInstance */
+    { 13100, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetCreatableVgpus pVgpus */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetInfo gpuInstance */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetInfo info */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuHeterogeneousMode gpuInstance */
+    { 8528, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuHeterogeneousMode pHeterogeneousMode */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog gpuInstance */
+    { 8903, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog pSchedulerLogInfo */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog_v2 gpuInstance */
+    { 8903, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerLog_v2 pSchedulerLogInfo */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState gpuInstance */
+    { 9002, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState pSchedulerStateInfo */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState_v2 gpuInstance */
+    { 9002, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuSchedulerState_v2 pSchedulerStateInfo */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuTypeCreatablePlacements gpuInstance */
+    { 13353, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceGetVgpuTypeCreatablePlacements pCreatablePlacementInfo */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuHeterogeneousMode gpuInstance */
+    { 8528, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuHeterogeneousMode pHeterogeneousMode */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState gpuInstance */
+    { 13463, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState pScheduler */
+    { 249, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState_v2 gpuInstance */
+    { 8954, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlGpuInstanceSetVgpuSchedulerState_v2 pSchedulerState */
     { 10343, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlInitWithFlags flags */
-    { 13579, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSetVgpuVersion vgpuVersion */
-    { 13623, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemEventSetCreate request */
-    { 13623, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemEventSetFree request */
-    { 13623, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemEventSetWait request */
-    { 13702, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetCPER_v1 cper */
-    { 13728, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeCapabilities capabilities */
+    { 13579, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSetVgpuVersion vgpuVersion */
+    { 13623, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemEventSetCreate request */
+    { 13623, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemEventSetFree request */
+    { 13623, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemEventSetWait request */
+    { 13702, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetCPER_v1 cper */
+    { 13728, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeCapabilities capabilities */
     { 13778, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlSystemGetConfComputeGpusReadyState isAcceptingWork */
-    { 13833, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeKeyRotationThresholdInfo pKeyRotationThrInfo */
-    { 11257, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeSettings settings */
-    { 11257, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeSettings_v2 settings */
-    { 9567, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeState state */
+    { 13833, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeKeyRotationThresholdInfo pKeyRotationThrInfo */
+    { 11257, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeSettings settings */
+    { 11257, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeSettings_v2 settings */
+    { 9567, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetConfComputeState state */
     { 14001, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlSystemGetCudaDriverVersion cudaDriverVersion */
     { 14001, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvmlSystemGetCudaDriverVersion_v2 cudaDriverVersion */
-    { 14084, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetDriverBranch branchInfo */
+    { 14084, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetDriverBranch branchInfo */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetDriverBranch length */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetDriverVersion version */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetDriverVersion version */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetDriverVersion length */
     { 14148, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlSystemGetHicVersion hwbcCount */
-    { 14158, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetHicVersion hwbcEntries */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetNVMLVersion version */
+    { 14158, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetHicVersion hwbcEntries */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetNVMLVersion version */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetNVMLVersion length */
     { 14219, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlSystemGetNvlinkBwMode nvlinkBwMode */
     { 616, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetProcessName pid */
-    { 5405, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetProcessName name */
+    { 5405, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetProcessName name */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetProcessName length */
     { 14287, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetTopologyGpuSet cpuNumber */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlSystemGetTopologyGpuSet count */
-    { 8244, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetTopologyGpuSet deviceArray */
-    { 13623, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemRegisterEvents request */
+    { 8244, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemGetTopologyGpuSet deviceArray */
+    { 13623, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemRegisterEvents request */
     { 13778, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemSetConfComputeGpusReadyState isAcceptingWork */
-    { 13833, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemSetConfComputeKeyRotationThresholdInfo pKeyRotationThrInfo */
+    { 13833, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemSetConfComputeKeyRotationThresholdInfo pKeyRotationThrInfo */
     { 14219, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlSystemSetNvlinkBwMode nvlinkBwMode */
     { 14468, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlUnitGetCount unitCount */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetDevices unit */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetDevices unit */
     { 1876, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlUnitGetDevices deviceCount */
-    { 14500, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetDevices devices */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetFanSpeedInfo unit */
-    { 14527, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetFanSpeedInfo fanSpeeds */
+    { 14500, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetDevices devices */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetFanSpeedInfo unit */
+    { 14527, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetFanSpeedInfo fanSpeeds */
     { 4062, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetHandleByIndex index */
-    { 14495, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvmlUnitGetHandleByIndex unit */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetLedState unit */
-    { 9567, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetLedState state */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetPsuInfo unit */
-    { 14606, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetPsuInfo psu */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetTemperature unit */
+    { 14495, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvmlUnitGetHandleByIndex unit */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetLedState unit */
+    { 9567, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetLedState state */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetPsuInfo unit */
+    { 14606, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetPsuInfo psu */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetTemperature unit */
     { 1249, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetTemperature type */
     { 8019, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlUnitGetTemperature temp */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetUnitInfo unit */
-    { 45, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetUnitInfo info */
-    { 14495, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitSetLedState unit */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetUnitInfo unit */
+    { 45, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitGetUnitInfo info */
+    { 14495, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlUnitSetLedState unit */
     { 14672, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 34 }, /* nvmlUnitSetLedState color */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceClearAccountingPids vgpuInstance */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingMode vgpuInstance */
     { 540, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlVgpuInstanceGetAccountingMode mode */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingPids vgpuInstance */
     { 573, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetAccountingPids count */
-    { 579, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingPids pids */
+    { 579, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingPids pids */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingStats vgpuInstance */
     { 616, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingStats pid */
-    { 620, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingStats stats */
+    { 620, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetAccountingStats stats */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetEccMode vgpuInstance */
     { 14854, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 2 }, /* nvmlVgpuInstanceGetEccMode eccMode */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetEncoderCapacity vgpuInstance */
     { 2825, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetEncoderCapacity encoderCapacity */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetEncoderSessions vgpuInstance */
     { 2870, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetEncoderSessions sessionCount */
-    { 3052, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetEncoderSessions sessionInfo */
+    { 3052, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetEncoderSessions sessionInfo */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetEncoderStats vgpuInstance */
     { 2870, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetEncoderStats sessionCount */
     { 2925, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetEncoderStats averageFps */
     { 2936, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetEncoderStats averageLatency */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFBCSessions vgpuInstance */
     { 2870, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetFBCSessions sessionCount */
-    { 3052, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFBCSessions sessionInfo */
+    { 3052, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFBCSessions sessionInfo */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFBCStats vgpuInstance */
-    { 3089, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFBCStats fbcStats */
+    { 3089, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFBCStats fbcStats */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFbUsage vgpuInstance */
     { 15055, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlVgpuInstanceGetFbUsage fbUsage */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetFrameRateLimit vgpuInstance */
@@ -1952,43 +1952,43 @@ static const cuabi_trace_param params[972] = {
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetGpuInstanceId vgpuInstance */
     { 12454, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetGpuInstanceId gpuInstanceId */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetGpuPciId vgpuInstance */
-    { 15172, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetGpuPciId vgpuPciId */
+    { 15172, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetGpuPciId vgpuPciId */
     { 1209, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetGpuPciId length */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetLicenseInfo vgpuInstance */
-    { 15210, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetLicenseInfo licenseInfo */
+    { 15210, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetLicenseInfo licenseInfo */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetLicenseStatus vgpuInstance */
     { 15253, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetLicenseStatus licensed */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMdevUUID vgpuInstance */
-    { 15295, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMdevUUID mdevUuid */
+    { 15295, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMdevUUID mdevUuid */
     { 7895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMdevUUID size */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMetadata vgpuInstance */
-    { 12310, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMetadata vgpuMetadata */
+    { 12310, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetMetadata vgpuMetadata */
     { 495, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetMetadata bufferSize */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetPlacementId vgpuInstance */
-    { 15360, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetPlacementId pPlacement */
+    { 15360, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetPlacementId pPlacement */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetRuntimeStateSize vgpuInstance */
-    { 6476, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetRuntimeStateSize pState */
+    { 6476, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetRuntimeStateSize pState */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetType vgpuInstance */
     { 9057, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuInstanceGetType vgpuTypeId */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetUUID vgpuInstance */
-    { 4172, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetUUID uuid */
+    { 4172, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetUUID uuid */
     { 7895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetUUID size */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmDriverVersion vgpuInstance */
-    { 4022, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmDriverVersion version */
+    { 4022, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmDriverVersion version */
     { 1209, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmDriverVersion length */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmID vgpuInstance */
-    { 15521, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmID vmId */
+    { 15521, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmID vmId */
     { 7895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceGetVmID size */
     { 15526, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 35 }, /* nvmlVgpuInstanceGetVmID vmIdType */
     { 14698, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceSetEncoderCapacity vgpuInstance */
     { 2825, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuInstanceSetEncoderCapacity encoderCapacity */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetBAR1Info vgpuTypeId */
-    { 15602, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetBAR1Info bar1Info */
+    { 15602, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetBAR1Info bar1Info */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetCapabilities vgpuTypeId */
     { 5520, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 36 }, /* nvmlVgpuTypeGetCapabilities capability */
     { 5531, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuTypeGetCapabilities capResult */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetClass vgpuTypeId */
-    { 15663, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetClass vgpuTypeClass */
+    { 15663, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetClass vgpuTypeClass */
     { 7895, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuTypeGetClass size */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetDeviceID vgpuTypeId */
     { 15698, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlVgpuTypeGetDeviceID deviceID */
@@ -2004,16 +2004,16 @@ static const cuabi_trace_param params[972] = {
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetGspHeapSize vgpuTypeId */
     { 15911, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* nvmlVgpuTypeGetGspHeapSize gspHeapSize */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetLicense vgpuTypeId */
-    { 15950, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetLicense vgpuTypeLicenseString */
+    { 15950, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetLicense vgpuTypeLicenseString */
     { 7895, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetLicense size */
-    { 80, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetMaxInstances device */
+    { 80, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetMaxInstances device */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetMaxInstances vgpuTypeId */
     { 15995, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuTypeGetMaxInstances vgpuInstanceCount */
-    { 16041, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetMaxInstancesPerGpuInstance pMaxInstance */
+    { 16041, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetMaxInstancesPerGpuInstance pMaxInstance */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetMaxInstancesPerVm vgpuTypeId */
     { 16096, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuTypeGetMaxInstancesPerVm vgpuInstanceCountPerVm */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetName vgpuTypeId */
-    { 16152, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetName vgpuTypeName */
+    { 16152, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetName vgpuTypeName */
     { 7895, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuTypeGetName size */
     { 9057, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* nvmlVgpuTypeGetNumDisplayHeads vgpuTypeId */
     { 16185, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* nvmlVgpuTypeGetNumDisplayHeads numDisplayHeads */

@@ -102,62 +102,62 @@ static const char strings[1523] =
     "NVRTC_ERROR_BUSY\0";
 
 static const cuabi_trace_param params[59] = {
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcAddNameExpression prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcAddNameExpression prog */
     { 5, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcAddNameExpression name_expression */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcCompileProgram prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcCompileProgram prog */
     { 47, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcCompileProgram numOptions */
     { 58, CUABI_TRACE_STRINGS, CUABI_TRACE_NONE, 0, 1 }, /* nvrtcCompileProgram options */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvrtcCreateProgram prog */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvrtcCreateProgram prog */
     { 90, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcCreateProgram src */
     { 94, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcCreateProgram name */
     { 99, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcCreateProgram numHeaders */
     { 110, CUABI_TRACE_STRINGS, CUABI_TRACE_NONE, 0, 3 }, /* nvrtcCreateProgram headers */
     { 118, CUABI_TRACE_STRINGS, CUABI_TRACE_NONE, 0, 3 }, /* nvrtcCreateProgram includeNames */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvrtcDestroyProgram prog */
-    { 179, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetBundledHeadersInfo info */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvrtcDestroyProgram prog */
+    { 179, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetBundledHeadersInfo info */
     { 184, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* nvrtcGetBundledHeadersInfo errorLog */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetCUBIN prog */
-    { 220, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetCUBIN cubin */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetCUBINSize prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetCUBIN prog */
+    { 220, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetCUBIN cubin */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetCUBINSize prog */
     { 240, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetCUBINSize cubinSizeRet */
     { 271, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetErrorString result */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLTOIR prog */
-    { 300, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLTOIR LTOIR */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLTOIRSize prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLTOIR prog */
+    { 300, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLTOIR LTOIR */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLTOIRSize prog */
     { 320, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetLTOIRSize LTOIRSizeRet */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLoweredName prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLoweredName prog */
     { 5, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetLoweredName name_expression */
     { 351, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* nvrtcGetLoweredName lowered_name */
     { 388, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvrtcGetNumSupportedArchs numArchs */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetOptiXIR prog */
-    { 423, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetOptiXIR optixir */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetOptiXIRSize prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetOptiXIR prog */
+    { 423, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetOptiXIR optixir */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetOptiXIRSize prog */
     { 447, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetOptiXIRSize optixirSizeRet */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPCHCreateStatus prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPCHCreateStatus prog */
     { 506, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetPCHHeapSize ret */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPCHHeapSizeRequired prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPCHHeapSizeRequired prog */
     { 530, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetPCHHeapSizeRequired size */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPTX prog */
-    { 563, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPTX ptx */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPTXSize prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPTX prog */
+    { 563, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPTX ptx */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetPTXSize prog */
     { 579, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetPTXSize ptxSizeRet */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetProgramLog prog */
-    { 606, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetProgramLog log */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetProgramLogSize prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetProgramLog prog */
+    { 606, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetProgramLog log */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetProgramLogSize prog */
     { 629, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetProgramLogSize logSizeRet */
-    { 663, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetSupportedArchs supportedArchs */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetTileIR prog */
-    { 701, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetTileIR TileIR */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetTileIRSize prog */
+    { 663, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetSupportedArchs supportedArchs */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetTileIR prog */
+    { 701, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetTileIR TileIR */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcGetTileIRSize prog */
     { 723, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvrtcGetTileIRSize TileIRSizeRet */
     { 756, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcInstallBundledHeaders installPath */
     { 768, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcInstallBundledHeaders flags */
     { 184, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* nvrtcInstallBundledHeaders errorLog */
     { 756, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcRemoveBundledHeaders installPath */
     { 184, CUABI_TRACE_OUT, CUABI_TRACE_STRING, 8, 0 }, /* nvrtcRemoveBundledHeaders errorLog */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetFlowCallback prog */
-    { 831, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetFlowCallback callback */
-    { 840, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetFlowCallback payload */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetFlowCallback prog */
+    { 831, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetFlowCallback callback */
+    { 840, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetFlowCallback payload */
     { 530, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* nvrtcSetPCHHeapSize size */
     { 891, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvrtcVersion major */
     { 897, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvrtcVersion minor */

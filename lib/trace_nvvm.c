@@ -57,23 +57,23 @@ static const char strings[699] =
     "NVVM_ERROR_CANCELLED\0";
 
 static const cuabi_trace_param params[33] = {
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmAddModuleToProgram prog */
-    { 5, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmAddModuleToProgram buffer */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmAddModuleToProgram prog */
+    { 5, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmAddModuleToProgram buffer */
     { 12, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* nvvmAddModuleToProgram size */
     { 17, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvvmAddModuleToProgram name */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmCompileProgram prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmCompileProgram prog */
     { 50, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvvmCompileProgram numOptions */
     { 61, CUABI_TRACE_STRINGS, CUABI_TRACE_NONE, 0, 1 }, /* nvvmCompileProgram options */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvvmCreateProgram prog */
-    { 0, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* nvvmDestroyProgram prog */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetCompiledResult prog */
-    { 5, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetCompiledResult buffer */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetCompiledResultSize prog */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvvmCreateProgram prog */
+    { 0, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* nvvmDestroyProgram prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetCompiledResult prog */
+    { 5, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetCompiledResult buffer */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetCompiledResultSize prog */
     { 156, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvvmGetCompiledResultSize bufferSizeRet */
     { 196, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetErrorString result */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetProgramLog prog */
-    { 5, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetProgramLog buffer */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetProgramLogSize prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetProgramLog prog */
+    { 5, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetProgramLog buffer */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmGetProgramLogSize prog */
     { 156, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* nvvmGetProgramLogSize bufferSizeRet */
     { 264, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvvmIRVersion majorIR */
     { 272, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvvmIRVersion minorIR */
@@ -81,11 +81,11 @@ static const cuabi_trace_param params[33] = {
     { 289, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvvmIRVersion minorDbg */
     { 317, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLLVMVersion arch */
     { 322, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvvmLLVMVersion major */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLazyAddModuleToProgram prog */
-    { 5, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLazyAddModuleToProgram buffer */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLazyAddModuleToProgram prog */
+    { 5, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLazyAddModuleToProgram buffer */
     { 12, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLazyAddModuleToProgram size */
     { 17, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* nvvmLazyAddModuleToProgram name */
-    { 0, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* nvvmVerifyProgram prog */
+    { 0, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* nvvmVerifyProgram prog */
     { 50, CUABI_TRACE_INT, CUABI_TRACE_NONE, 0, 0 }, /* nvvmVerifyProgram numOptions */
     { 61, CUABI_TRACE_STRINGS, CUABI_TRACE_NONE, 0, 1 }, /* nvvmVerifyProgram options */
     { 322, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* nvvmVersion major */

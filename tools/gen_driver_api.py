@@ -2445,7 +2445,7 @@ def write_family_functions_h(per_family: list[tuple[Family, list[EntryPoint]]], 
 # at while tracing is on, and how to decode each call's arguments (lib/trace.h).
 
 TRACE_KIND = {"i": "INT", "q": "INT", "B": "UINT", "H": "UINT", "I": "UINT", "Q": "UINT",
-              "z": "SIZE", "p": "HEX", "f": "FLOAT", "d": "DOUBLE"}
+              "z": "SIZE", "p": "POINTER", "f": "FLOAT", "d": "DOUBLE"}
 TRACE_BITS = {"i": "I", "q": "I", "B": "U", "H": "U", "I": "U", "Q": "U", "z": "U", "p": "P",
               "f": "F", "d": "D"}
 TRACE_WIDTH = {"B": 1, "H": 2, "i": 4, "I": 4, "f": 4, "q": 8, "Q": 8, "z": 8, "p": 8, "d": 8}
@@ -2520,7 +2520,7 @@ def trace_param(lib: TraceLibrary, ep: EntryPoint, k: int, enum_index) -> tuple[
             pointee = TRACE_KIND[p.pointee_code]
     elif p.code == "p" and type_text in STRING_TYPES:
         following = ep.params[k + 1] if k + 1 < len(ep.params) else None
-        kind = "HEX" if following is not None and following.code == "z" else "STRING"
+        kind = "POINTER" if following is not None and following.code == "z" else "STRING"
     elif p.code == "p" and type_text in STRING_ARRAY_TYPES:
         counts = [j for j in range(k - 1, -1, -1)
                   if ep.params[j].code in "iIqQ" and ep.params[j].name.lower().startswith("num")]
