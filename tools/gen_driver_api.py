@@ -2651,6 +2651,9 @@ def family_json(fam: Family, fh: FamilyHeaders, eps: list[EntryPoint], answers: 
         "typedefs": typedefs,
         "callbacks": callbacks,
         "constants": family_constants_json(fh, eps, records),
+        # the header's function-like macros cuabi's headers write themselves, and leave out
+        "macros": list(fam.macros),
+        "macros_left_out": list(fam.macros_left_out),
     }
 
 
