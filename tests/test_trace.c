@@ -166,6 +166,8 @@ static void test_lines(void **state)
     assert_contains(line, "->32, attrib=CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev=0) = CUDA_SUCCESS (0) ");
     assert_cu(CUDA_ERROR_INVALID_VALUE, cuabi_cuDeviceGetAttribute(&warp, (CUdevice_attribute)100000, 0));
     assert_contains(last_line_of("cuDeviceGetAttribute"), "attrib=100000, dev=0) = CUDA_ERROR_INVALID_VALUE (1)");
+    if (strstr(last_line_of("cuDeviceGetAttribute"), "->") != NULL) /* outputs of a success only */
+        fail_msg("an output read after a failed call: %s", last_line_of("cuDeviceGetAttribute"));
     /* A struct passed by value reaches the driver through the wrapper as without it. */
     CUmemLocation where = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 7 };
     CUresult traced = cuabi_cuMemPrefetchAsync((CUdeviceptr)16, 64, where, 0, NULL);
