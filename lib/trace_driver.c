@@ -1879,7 +1879,7 @@ static const cuabi_trace_param params[1471] = {
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags hStream */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuEventRecordWithFlags flags */
     { 1154, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuEventSynchronize hEvent */
-    { 2848, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer devPtr */
+    { 2848, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuExternalMemoryGetMappedBuffer devPtr */
     { 1359, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer extMem */
     { 2855, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuExternalMemoryGetMappedBuffer bufferDesc */
     { 2898, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuExternalMemoryGetMappedMipmappedArray mipmap */
@@ -2117,7 +2117,7 @@ static const cuabi_trace_param params[1471] = {
     { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemAllocNodeGetParams hNode */
     { 4860, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemAllocNodeGetParams params_out */
     { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemFreeNodeGetParams hNode */
-    { 5491, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemFreeNodeGetParams dptr_out */
+    { 5491, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphMemFreeNodeGetParams dptr_out */
     { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeGetParams hNode */
     { 3475, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeGetParams nodeParams */
     { 3962, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphMemcpyNodeSetParams hNode */
@@ -2166,7 +2166,7 @@ static const cuabi_trace_param params[1471] = {
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsMapResources hStream */
     { 6006, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuGraphicsResourceGetMappedMipmappedArray pMipmappedArray */
     { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedMipmappedArray resource */
-    { 6064, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedPointer pDevPtr */
+    { 6064, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuGraphicsResourceGetMappedPointer pDevPtr */
     { 6072, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuGraphicsResourceGetMappedPointer pSize */
     { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceGetMappedPointer resource */
     { 870, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuGraphicsResourceSetMapFlags resource */
@@ -2209,7 +2209,7 @@ static const cuabi_trace_param params[1471] = {
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcGetMemHandle dptr */
     { 2685, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuIpcOpenEventHandle phEvent */
     { 6624, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 64 }, /* cuIpcOpenEventHandle handle */
-    { 6660, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcOpenMemHandle pdptr */
+    { 6660, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuIpcOpenMemHandle pdptr */
     { 6624, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 64 }, /* cuIpcOpenMemHandle handle */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuIpcOpenMemHandle Flags */
     { 1670, CUABI_TRACE_OUT, CUABI_TRACE_INT, 4, 0 }, /* cuKernelGetAttribute pi */
@@ -2275,7 +2275,7 @@ static const cuabi_trace_param params[1471] = {
     { 7198, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels kernels */
     { 7206, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels numKernels */
     { 7217, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryEnumerateKernels lib */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryGetGlobal dptr */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuLibraryGetGlobal bytes */
     { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal library */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetGlobal name */
@@ -2284,7 +2284,7 @@ static const cuabi_trace_param params[1471] = {
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernel name */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuLibraryGetKernelCount count */
     { 7217, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetKernelCount lib */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuLibraryGetManaged dptr */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuLibraryGetManaged bytes */
     { 7247, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged library */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuLibraryGetManaged name */
@@ -2347,7 +2347,7 @@ static const cuabi_trace_param params[1471] = {
     { 2497, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuLogsUnregisterCallback callback */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressFree ptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressFree size */
-    { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressReserve ptr */
+    { 7886, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAddressReserve ptr */
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressReserve size */
     { 7910, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressReserve alignment */
     { 7920, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAddressReserve addr */
@@ -2356,21 +2356,21 @@ static const cuabi_trace_param params[1471] = {
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAdvise count */
     { 7951, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 20 }, /* cuMemAdvise advice */
     { 7958, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 8 }, /* cuMemAdvise location */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAlloc dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAlloc dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAlloc bytesize */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAllocAsync dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync bytesize */
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocAsync hStream */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAllocFromPoolAsync dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync bytesize */
     { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync pool */
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocFromPoolAsync hStream */
     { 39, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemAllocHost pp */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocHost bytesize */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocManaged dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAllocManaged dptr */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocManaged bytesize */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocManaged flags */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocPitch dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemAllocPitch dptr */
     { 8091, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemAllocPitch pPitch */
     { 8098, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocPitch WidthInBytes */
     { 8111, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemAllocPitch Height */
@@ -2384,7 +2384,7 @@ static const cuabi_trace_param params[1471] = {
     { 499, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate size */
     { 2183, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate prop */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemCreate flags */
-    { 8236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync dptrs */
+    { 8236, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync dptrs */
     { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync count */
     { 8248, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync prefetchLocs */
@@ -2392,7 +2392,7 @@ static const cuabi_trace_param params[1471] = {
     { 8277, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync numPrefetchLocs */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync flags */
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardAndPrefetchBatchAsync hStream */
-    { 8236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync dptrs */
+    { 8236, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync dptrs */
     { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync count */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemDiscardBatchAsync flags */
@@ -2408,7 +2408,7 @@ static const cuabi_trace_param params[1471] = {
     { 617, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 8, 0 }, /* cuMemGetAccess flags */
     { 7958, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAccess location */
     { 7886, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAccess ptr */
-    { 8483, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAddressRange pbase */
+    { 8483, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemGetAddressRange pbase */
     { 8489, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemGetAddressRange psize */
     { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemGetAddressRange dptr */
     { 8516, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuMemGetAllocationGranularity granularity */
@@ -2432,7 +2432,7 @@ static const cuabi_trace_param params[1471] = {
     { 39, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuMemHostAlloc pp */
     { 7987, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostAlloc bytesize */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostAlloc Flags */
-    { 6660, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer pdptr */
+    { 6660, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemHostGetDevicePointer pdptr */
     { 118, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer p */
     { 739, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemHostGetDevicePointer Flags */
     { 8744, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuMemHostGetFlags pFlags */
@@ -2471,7 +2471,7 @@ static const cuabi_trace_param params[1471] = {
     { 6624, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportFromShareableHandle handle */
     { 8381, CUABI_TRACE_ENUM, CUABI_TRACE_NONE, 0, 21 }, /* cuMemPoolImportFromShareableHandle handleType */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportFromShareableHandle flags */
-    { 9126, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer ptr_out */
+    { 9126, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuMemPoolImportPointer ptr_out */
     { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer pool */
     { 9134, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolImportPointer shareData */
     { 1977, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPoolSetAccess pool */
@@ -2487,7 +2487,7 @@ static const cuabi_trace_param params[1471] = {
     { 7958, CUABI_TRACE_STRUCT, CUABI_TRACE_NONE, 0, 8 }, /* cuMemPrefetchAsync location */
     { 617, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync flags */
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchAsync hStream */
-    { 8236, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync dptrs */
+    { 8236, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync dptrs */
     { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync count */
     { 8248, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemPrefetchBatchAsync prefetchLocs */
@@ -2557,8 +2557,8 @@ static const cuabi_trace_param params[1471] = {
     { 9726, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync srcOffset */
     { 9501, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync ByteCount */
     { 2784, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyAtoHAsync hStream */
-    { 9823, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync dsts */
-    { 9828, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync srcs */
+    { 9823, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync dsts */
+    { 9828, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync srcs */
     { 8242, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync sizes */
     { 1729, CUABI_TRACE_SIZE, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync count */
     { 9833, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuMemcpyBatchAsync attrs */
@@ -2684,7 +2684,7 @@ static const cuabi_trace_param params[1471] = {
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunction name */
     { 1729, CUABI_TRACE_OUT, CUABI_TRACE_UINT, 4, 0 }, /* cuModuleGetFunctionCount count */
     { 10644, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetFunctionCount mod */
-    { 3819, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal dptr */
+    { 3819, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuModuleGetGlobal dptr */
     { 2593, CUABI_TRACE_OUT, CUABI_TRACE_SIZE, 8, 0 }, /* cuModuleGetGlobal bytes */
     { 3028, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal hmod */
     { 2001, CUABI_TRACE_STRING, CUABI_TRACE_NONE, 0, 0 }, /* cuModuleGetGlobal name */
@@ -2947,7 +2947,7 @@ static const cuabi_trace_param params[1471] = {
     { 13272, CUABI_TRACE_UINT, CUABI_TRACE_NONE, 0, 0 }, /* cuTexObjectGetTextureDesc texObject */
     { 10794, CUABI_TRACE_OUT, CUABI_TRACE_POINTER, 8, 0 }, /* cuTexRefCreate pTexRef */
     { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefDestroy hTexRef */
-    { 6660, CUABI_TRACE_HEX, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddress pdptr */
+    { 6660, CUABI_TRACE_OUT, CUABI_TRACE_HEX, 8, 0 }, /* cuTexRefGetAddress pdptr */
     { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddress hTexRef */
     { 13435, CUABI_TRACE_OUT, CUABI_TRACE_ENUM, 4, 40 }, /* cuTexRefGetAddressMode pam */
     { 11597, CUABI_TRACE_POINTER, CUABI_TRACE_NONE, 0, 0 }, /* cuTexRefGetAddressMode hTexRef */

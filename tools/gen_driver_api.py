@@ -2500,7 +2500,8 @@ def trace_param(lib: TraceLibrary, ep: EntryPoint, k: int, enum_index) -> tuple[
     p = ep.params[k]
     kind, pointee, width, aux = TRACE_KIND.get(p.code, "STRUCT"), "NONE", 0, 0
     type_text = re.sub(r"\s*\bconst$", "", re.sub(r"\s+", " ", p.type.strip()))
-    hexed = "deviceptr" in type_text.lower() or ("flag" in p.name.lower() and p.code in "IQ")
+    # a device address or flags, by value: in hex
+    hexed = p.code in "IQ" and ("deviceptr" in type_text.lower() or "flag" in p.name.lower())
     if p.code.startswith("{"):
         kind, aux = "STRUCT", lib.typedefs[type_text]["size"]
     elif p.code in "IiQq" and trace_enum_of(lib, type_text):
