@@ -150,6 +150,10 @@ def supported_archs():
     return list(arr)
 
 
+# the NVRTC options that choose the target architecture
+_ARCH_OPTIONS = ("-arch", "--gpu-architecture")
+
+
 class ObjectCode:
     """What :meth:`Program.compile` produced: ``code`` (bytes), ``kind``
     (``"ptx"``, ``"cubin"`` or ``"ltoir"``), the compiler ``log`` and
@@ -216,15 +220,15 @@ class Program:
             if not isinstance(o, str):
                 raise TypeError("options must be str")
         names = list(name_expressions)
-        if arch is None:
-            arch = _default_arch()
-        elif not (isinstance(arch, str) and arch.startswith(("sm_", "compute_"))):
+        given = [o for o in opts if o.startswith(_ARCH_OPTIONS)]
+        if given and arch is not None:
+            raise ValueError("the architecture is given twice: arch=%r and %r in options; pass one"
+                             % (arch, given[0]))
+        if arch is not None and not (isinstance(arch, str) and arch.startswith(("sm_", "compute_"))):
             raise ValueError("arch must look like 'sm_90' or 'compute_90', got %r" % (arch,))
-        num = arch.split("_", 1)[1]
-        if target == "ptx":
-            opts.append("-arch=compute_%s" % num)
-        else:
-            opts.append("-arch=sm_%s" % num)
+        if not given:  # an -arch among the options is the caller's choice: keep it alone
+            num = (arch if arch is not None else _default_arch()).split("_", 1)[1]
+            opts.append(("-arch=compute_%s" if target == "ptx" else "-arch=sm_%s") % num)
         if target == "ltoir":
             opts.append("-dlto")
         lib = _load()
