@@ -22,6 +22,7 @@
  * strings) returns "fakefam:<symbol>" in record mode.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,10 +133,15 @@ __attribute__((unused)) static int set_version(const uint64_t *a)
 
 /* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made. */
 struct program {
-    char output[256];
+    char output[2048];
     char log[128];
     int failed;
+    int lto; /* NVRTC: compiled with -dlto */
 };
+
+/* The fake's LTO IR: this line, then the PTX the program would have had, which the fake
+ * nvJitLink takes out again as its "cubin" (the fake driver runs PTX, not binaries). */
+__attribute__((unused)) static const char lto_magic[] = "fake LTO IR\n";
 
 __attribute__((unused)) static int create(void **out)
 {
@@ -166,7 +172,57 @@ __attribute__((unused)) static int output(const struct program *p, char *out)
 }
 
 #if defined(FAKEFAM_NVRTC)
-/* nvrtcCreateProgram(prog, src, name, ...): compiling "fails" when the source says #error. */
+/* The PTX type of one C parameter, by its spelling: enough for the fake driver, which
+ * checks each .entry's parameter sizes against its own kernel of that name. */
+static const char *ptx_type(const char *param, size_t len)
+{
+    char text[128];
+    snprintf(text, sizeof text, "%.*s", (int)len, param);
+    if (strchr(text, '*') != NULL || strstr(text, "size_t") != NULL || strstr(text, "long long") != NULL)
+        return ".u64";
+    if (strstr(text, "double") != NULL)
+        return ".f64";
+    if (strstr(text, "float") != NULL)
+        return ".f32";
+    if (strstr(text, "short") != NULL)
+        return ".u16";
+    if (strstr(text, "char") != NULL)
+        return ".u8";
+    return ".u32";
+}
+
+/* Appends to out one ".visible .entry" per `__global__ void NAME(PARAMS)` of src. */
+static void append_entries(char *out, size_t size, const char *src)
+{
+    static const char marker[] = "__global__ void ";
+    for (const char *at = strstr(src, marker); at != NULL; at = strstr(at, marker)) {
+        at += sizeof marker - 1;
+        size_t name_len = strcspn(at, "( \t\n");
+        const char *params = strchr(at, '(');
+        const char *end = params != NULL ? strchr(params, ')') : NULL;
+        if (end == NULL)
+            break;
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, ".visible .entry %.*s(", (int)name_len, at);
+        unsigned k = 0;
+        for (const char *param = params + 1; param < end;) {
+            size_t len = strcspn(param, ",)");
+            if (strspn(param, " \t\n") < len) {
+                used = strlen(out);
+                snprintf(out + used, size - used, "%s\n\t.param %s %.*s_param_%u", k == 0 ? "" : ",",
+                         ptx_type(param, len), (int)name_len, at, k);
+                k++;
+            }
+            param += len + (param[len] == ',');
+        }
+        used = strlen(out);
+        snprintf(out + used, size - used, "\n)\n{\n\tret;\n}\n");
+        at = end;
+    }
+}
+
+/* nvrtcCreateProgram(prog, src, name, ...): compiling "fails" when the source says #error;
+ * the PTX has an entry for every kernel of the source, with nothing in it. */
 static int nvrtc_create(const uint64_t *a)
 {
     if (create(ARG(void **, 0)) != 0)
@@ -174,17 +230,42 @@ static int nvrtc_create(const uint64_t *a)
     struct program *p = *ARG(struct program **, 0);
     const char *src = ARG(const char *, 1);
     p->failed = src != NULL && strstr(src, "#error") != NULL;
-    snprintf(p->output, sizeof p->output,
-             ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n.entry k()\n{\n\tret;\n}\n",
+    snprintf(p->output, sizeof p->output, ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n",
              a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
+    if (src != NULL)
+        append_entries(p->output, sizeof p->output, src);
     return 0;
 }
 
+/* nvrtcCompileProgram(prog, n, options): "-dlto" makes LTO IR instead of PTX. */
 static int nvrtc_compile(const uint64_t *a)
 {
     struct program *p = ARG(struct program *, 0);
+    const char *const *options = ARG(const char *const *, 2);
+    for (uint32_t i = 0; i < (uint32_t)a[1]; i++)
+        if (options[i] != NULL && strcmp(options[i], "-dlto") == 0)
+            p->lto = 1;
     snprintf(p->log, sizeof p->log, "%s", p->failed ? "fake NVRTC: error: #error in the source\n" : "");
     return p->failed ? 6 /* NVRTC_ERROR_COMPILATION */ : 0;
+}
+
+/* nvrtcGetLTOIR(Size): LTO IR only after -dlto; without it the size is 0, as NVRTC's. */
+static int nvrtc_lto_size(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    *ARG(size_t *, 1) = p->lto ? sizeof lto_magic - 1 + strlen(p->output) + 1 : 0;
+    return 0;
+}
+
+static int nvrtc_lto(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    if (!p->lto)
+        return 0;
+    char *out = ARG(char *, 1);
+    memcpy(out, lto_magic, sizeof lto_magic - 1);
+    memcpy(out + sizeof lto_magic - 1, p->output, strlen(p->output) + 1);
+    return 0;
 }
 
 static int nvrtc_log_size(const uint64_t *a)
@@ -219,16 +300,30 @@ static int nvrtc_destroy(const uint64_t *a)
 #if defined(FAKEFAM_NVJITLINK)
 static int jit_create(const uint64_t *a)
 {
-    if (create(ARG(void **, 0)) != 0)
-        return 1;
-    snprintf((*ARG(struct program **, 0))->output, sizeof((struct program *)0)->output,
-             "\177ELF fake cubin of %u options", (unsigned)a[1]);
-    return 0;
+    return create(ARG(void **, 0));
 }
 
+/* nvJitLinkAddData(handle, type, data, size, name): PTX, or the fake NVRTC's LTO IR, is
+ * kept; the "cubin" is what was added, as PTX text (the fake driver runs only PTX). */
 static int jit_add_data(const uint64_t *a)
 {
-    return a[2] == 0 || a[3] == 0 ? 3 /* NVJITLINK_ERROR_INVALID_INPUT */ : 0;
+    struct program *p = ARG(struct program *, 0);
+    const char *data = ARG(const char *, 2);
+    size_t size = (size_t)a[3];
+    if (data == NULL || size == 0)
+        return 3; /* NVJITLINK_ERROR_INVALID_INPUT */
+    if (a[1] == 3 /* NVJITLINK_INPUT_LTOIR */) {
+        if (size < sizeof lto_magic || memcmp(data, lto_magic, sizeof lto_magic - 1) != 0)
+            return 3;
+        data += sizeof lto_magic - 1;
+        size -= sizeof lto_magic - 1;
+    } else if (a[1] != 2 /* NVJITLINK_INPUT_PTX */) {
+        return 3;
+    }
+    const char *nul = memchr(data, '\0', size);
+    size_t len = nul != NULL ? (size_t)(nul - data) : size, used = strlen(p->output);
+    snprintf(p->output + used, sizeof p->output - used, "%.*s", (int)len, data);
+    return 0;
 }
 
 static int jit_size(const uint64_t *a)
@@ -286,7 +381,7 @@ static int nvvm_destroy(const uint64_t *a)
 #endif
 
 #if defined(FAKEFAM_NVML)
-static int nvml_initialised;
+static atomic_int nvml_initialised; /* also the one device's handle: its address */
 
 static int nvml_init(const uint64_t *a)
 {
@@ -327,6 +422,38 @@ static int nvml_name(const uint64_t *a)
     snprintf(ARG(char *, 1), (size_t)(uint32_t)a[2], "Fake GPU 0");
     return 0;
 }
+
+/* nvmlDeviceGetMemoryInfo(device, nvmlMemory_t *): 16 GiB, a quarter of it used. */
+static int nvml_memory(const uint64_t *a)
+{
+    if (ARG(void *, 0) != (void *)&nvml_initialised)
+        return 2;
+    unsigned long long *memory = ARG(unsigned long long *, 1); /* total, free, used */
+    memory[0] = 16ull << 30;
+    memory[2] = memory[0] / 4;
+    memory[1] = memory[0] - memory[2];
+    return 0;
+}
+
+/* nvmlDeviceGetTemperature(device, sensor, unsigned *): the GPU sensor (0) only. */
+static int nvml_temperature(const uint64_t *a)
+{
+    if (ARG(void *, 0) != (void *)&nvml_initialised || a[1] != 0)
+        return 2;
+    *ARG(unsigned *, 2) = 41;
+    return 0;
+}
+
+static int nvml_driver_version(const uint64_t *a)
+{
+    if (!nvml_initialised)
+        return 1;
+    static const char version[] = "580.00.fake";
+    if ((uint32_t)a[1] < sizeof version)
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    memcpy(ARG(char *, 0), version, sizeof version);
+    return 0;
+}
 #endif
 
 /* The functions functional mode implements, by symbol. */
@@ -342,6 +469,8 @@ static const struct implemented {
     { "nvrtcGetProgramLog", nvrtc_log },
     { "nvrtcGetPTXSize", nvrtc_ptx_size },
     { "nvrtcGetPTX", nvrtc_ptx },
+    { "nvrtcGetLTOIRSize", nvrtc_lto_size },
+    { "nvrtcGetLTOIR", nvrtc_lto },
     { "nvrtcDestroyProgram", nvrtc_destroy },
 #elif defined(FAKEFAM_NVJITLINK)
     { "nvJitLinkVersion", set_version },
@@ -364,6 +493,9 @@ static const struct implemented {
     { "nvmlDeviceGetCount_v2", nvml_count },
     { "nvmlDeviceGetHandleByIndex_v2", nvml_handle },
     { "nvmlDeviceGetName", nvml_name },
+    { "nvmlDeviceGetMemoryInfo", nvml_memory },
+    { "nvmlDeviceGetTemperature", nvml_temperature },
+    { "nvmlSystemGetDriverVersion", nvml_driver_version },
 #endif
 };
 
