@@ -16,6 +16,7 @@
  *
  * usage: [CUABI_LIBNVRTC=/abs/libnvrtc.so.13] [CUABI_LIBNVJITLINK=/abs/libnvJitLink.so.13]
  *        [CUABI_TRACE=/abs/trace.log] families_check
+ * (the trace file is emptied first: cuabi appends to it, and only this run's lines count)
  */
 #include <cuabi.h>
 #include <cuabi/nvjitlink.h>
@@ -268,6 +269,15 @@ static void trace_steps(const char *trace, int nvrtc, int nvjitlink, int nvml)
 
 int main(void)
 {
+    /* cuabi appends to the trace file: empty it first, so that only this run's lines count. */
+    const char *trace = getenv("CUABI_TRACE");
+    if (trace != NULL && trace[0] == '/') {
+        FILE *f = fopen(trace, "w");
+        if (f == NULL || fclose(f) != 0) {
+            printf("FAIL cannot empty the trace file %s\n0 passed, 1 failed, 0 skipped\n", trace);
+            return 1;
+        }
+    }
     CUresult rc = cuabi_cuInit(0);
     if (rc != CUDA_SUCCESS) {
         printf("FAIL no usable driver: %s\n%s0 passed, 1 failed, 0 skipped\n", cuabi_error_name(rc),
@@ -341,7 +351,6 @@ int main(void)
         skip("NVML: init, count, name, memory, temperature, driver version", "no NVML");
 
     /* 5. the trace */
-    const char *trace = getenv("CUABI_TRACE");
     if (trace != NULL && trace[0] == '/')
         trace_steps(trace, nvrtc, nvjitlink && ltoir != NULL, nvml);
     free(ltoir);
