@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import FAKE, PYDIR
+from conftest import subprocess_pythonpath
 from misuse_corpus import CASES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.fake
 def zygote():
     """One fresh interpreter that forks a process per case."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = PYDIR + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = subprocess_pythonpath()
     p = subprocess.Popen([sys.executable, os.path.join(HERE, "misuse_corpus.py")], env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     yield p
