@@ -519,7 +519,10 @@ __attribute__((unused)) static const char *call_p(unsigned index, const char *si
     static char texts[FUNCTION_COUNT][64];
     record(index, signature, bits, n, return_address);
     if (record_mode) {
+        /* Under the lock: threads calling the same function write the same text. */
+        pthread_mutex_lock(&lock);
         snprintf(texts[index], sizeof texts[index], "fakefam:%s", symbols[index]);
+        pthread_mutex_unlock(&lock);
         return texts[index];
     }
     return "fake family library: an error";
