@@ -160,6 +160,16 @@ def targets(results):
                  "–" if count is None else fmt_ratio(count / 10) + " of the bound",
                  verdict(None if count is None else count <= 10, cg.get("skipped"), True)))
 
+    traced = fc.get("trace", {})
+    over = traced.get("overhead_ns")
+    rows.append(("a C call traced (`CUABI_TRACE`, lines to /dev/null; `forward_cost trace`, "
+                 f"{traced.get('driver', 'driver')} driver; reported, no bound)",
+                 "–" if over is None else
+                 f"{fmt_time(traced.get('traced_ns'))} vs {fmt_time(traced.get('untraced_ns'))} "
+                 f"({fmt_delta(over)})",
+                 fmt_ratio(ratio(traced.get("traced_ns"), traced.get("untraced_ns"))),
+                 "reported" if over is not None else verdict(None, traced.get("skipped"))))
+
     first_direct = startup_median(results, "c_direct", "first_call_ns")
     first_cuabi = startup_median(results, "c_cuabi", "first_call_ns")
     rows.append(("first call: `cuabi_cuInit(0)` vs `dlopen` + `cuInit(0)` (reported, no bound)",

@@ -390,8 +390,29 @@ def forward_cost(setup, binaries, gpu):
                 "direct_ns": number_after(text, "through a function pointer:")}
     elif binary is not None:
         out["timed"] = {"skipped": "no GPU"}
+    # What tracing adds to a call (docs/tracing.md): on the real driver where there is one,
+    # else on the fake.
+    if binary is not None and (gpu or fake is not None):
+        env = setup.env if gpu else dict(setup.env, CUABI_LIBCUDA=fake)
+        try:
+            proc = subprocess.run([binary, "trace", "100000"], capture_output=True, text=True,
+                                  env=env, timeout=300)
+            text = proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            text = "took over 300 s"
+        overhead = number_after(text, "tracing overhead:")
+        if overhead is None:
+            out["trace"] = {"skipped": " ".join(text.split())[-300:] or "no output"}
+        else:
+            out["trace"] = {
+                "overhead_ns": overhead, "driver": "the real" if gpu else "the fake",
+                "traced_ns": number_after(text, "traced call of cuabi_cuCtxGetCurrent:"),
+                "untraced_ns": number_after(text, "untraced call:")}
+    elif binary is not None:
+        out["trace"] = {"skipped": "no GPU and no fake driver"}
     for key, what in (("callgrind", "instructions per forwarded call (callgrind)"),
-                      ("timed", "ns per forwarded call in one process (forward_cost time)")):
+                      ("timed", "ns per forwarded call in one process (forward_cost time)"),
+                      ("trace", "ns a traced call adds (forward_cost trace)")):
         if "skipped" in out.get(key, {}):
             setup.skip(what, out[key]["skipped"])
     return out

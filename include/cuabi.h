@@ -184,6 +184,68 @@ CUABI_API const char *CUABI_CALL cuabi_error_string(CUresult code);
 CUABI_API CUresult CUABI_CALL cuabi_launch_packed(CUfunction f, CUstream stream,
                                                   const void *packet, size_t packet_size);
 
+/*
+ * The library families (release 1.1, docs/families.md): besides the driver, cuabi
+ * forwards NVRTC, nvJitLink, NVVM and NVML, each loaded on the first call of one of
+ * its functions (cuabi_nvrtcCompileProgram, ...; declared in <cuabi/nvrtc.h>,
+ * <cuabi/nvjitlink.h>, <cuabi/nvvm.h>, <cuabi/nvml.h>).  The functions below name a
+ * library by one of these numbers; CUABI_LIBRARY_DRIVER is the driver itself.
+ */
+#define CUABI_LIBRARY_DRIVER    0
+#define CUABI_LIBRARY_NVRTC     1
+#define CUABI_LIBRARY_NVJITLINK 2
+#define CUABI_LIBRARY_NVVM      3
+#define CUABI_LIBRARY_NVML      4
+
+/*
+ * Opens a library now, as cuabi_load() does the driver.  path NULL: search (its
+ * environment variable, CUABI_LIBNVRTC, CUABI_LIBNVJITLINK, CUABI_LIBNVVM or
+ * CUABI_LIBNVML, if set; else the library already in the process, the system's
+ * search and the usual folders).  path given: that absolute path is the only
+ * candidate (the Python layer passes what cuda.pathfinder finds in NVIDIA's
+ * wheels).  Each library is loaded once per process: later calls return the first
+ * load's status, except that another path after a successful load returns
+ * CUABI_ERROR_ALREADY_LOADED.  A relative path or an unknown library returns
+ * CUDA_ERROR_INVALID_VALUE and loads nothing.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_load_library(int32_t library, const char *path);
+
+/* Loads the library if not yet loaded; the load's status: CUDA_SUCCESS,
+ * CUABI_ERROR_LIBRARY_MISSING, CUABI_ERROR_LIBRARY_TOO_OLD or
+ * CUABI_ERROR_BAD_ENVIRONMENT (the driver: as cuabi_driver_status()).  The
+ * library's own functions return the same condition in their own result type
+ * (docs/families.md, "Result codes"). */
+CUABI_API CUresult CUABI_CALL cuabi_library_status(int32_t library);
+
+/* Loads the library if not yet loaded; a multi-line text naming every candidate
+ * tried and its outcome, the library chosen and its version, the functions it
+ * lacks and, on failure, what to do.  Never NULL; valid for the life of the
+ * process ("unknown library" for a number that names none). */
+CUABI_API const char *CUABI_CALL cuabi_library_report(int32_t library);
+
+/* Loads the library if not yet loaded; the resolved file path of the library in
+ * use, or NULL when none could be loaded. */
+CUABI_API const char *CUABI_CALL cuabi_library_path(int32_t library);
+
+/*
+ * Tracing (docs/tracing.md): while it is on, every call of every forwarder
+ * (cuabi_cuXxx and the families' functions) writes one line: the library, the
+ * function, its arguments decoded (enumerators by name, handles and pointers in
+ * hex, strings quoted, outputs after the call), its result by name and how long
+ * it took.  Off, the forwarders cost what they cost without it.
+ *
+ * cuabi_trace_start(NULL) writes to the standard error, cuabi_trace_start(path)
+ * appends to the file at that absolute path (a relative path returns
+ * CUDA_ERROR_INVALID_VALUE; a file that cannot be opened, CUDA_ERROR_OPERATING_SYSTEM).
+ * CUABI_TRACE=1 (or =/abs/path) in the environment does the same at the first
+ * load of any library, unless cuabi_trace_start or cuabi_trace_stop came first.
+ * Both may be called at any time, from any thread.
+ */
+CUABI_API CUresult CUABI_CALL cuabi_trace_start(const char *path);
+CUABI_API CUresult CUABI_CALL cuabi_trace_stop(void);
+/* 1 while tracing is on, else 0. */
+CUABI_API int32_t CUABI_CALL cuabi_trace_enabled(void);
+
 #ifdef __cplusplus
 }
 #endif

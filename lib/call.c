@@ -364,3 +364,30 @@ CUABI_API CUresult CUABI_CALL cuabi_call(const char *name, int32_t cuda_version,
         return invoke(&e->cif, e->fn, args);
     return invoke_uncached(fn, signature, &shape, args);
 }
+
+/* ---- for trace.c: a call interface from a signature --------------------- */
+
+/* Prepares *cif for a function of `signature` returning `returns`, its parameter
+ * types in args (CUABI_CALL_MAX_PARAMS of room) and its struct types in a block
+ * from malloc, *storage (NULL without structs), which lives as long as the cif.
+ * Returns the number of parameters, or -1 when the signature is malformed or
+ * memory is short. */
+CUABI_INTERNAL int cuabi__signature_cif(const char *signature, ffi_type *returns, ffi_cif *cif,
+                                        ffi_type **args, void **storage);
+CUABI_INTERNAL int cuabi__signature_cif(const char *signature, ffi_type *returns, ffi_cif *cif,
+                                        ffi_type **args, void **storage)
+{
+    signature_shape shape;
+    *storage = NULL;
+    if (scan_signature(signature, &shape) != 0)
+        return -1;
+    if (shape.nstructs > 0 && (*storage = malloc(types_size(&shape))) == NULL)
+        return -1;
+    fill_signature(signature, args, types_at(*storage, &shape));
+    if (ffi_prep_cif(cif, FFI_DEFAULT_ABI, (unsigned)shape.nargs, returns, args) != FFI_OK) {
+        free(*storage);
+        *storage = NULL;
+        return -1;
+    }
+    return shape.nargs;
+}

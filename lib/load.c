@@ -1,13 +1,16 @@
 /*
- * load.c - loading the driver, once: the library's one lock, the default
- * stream mode, the load itself and its report, and the driver's version.
+ * load.c - loading each library once: the library's one lock, the load itself
+ * and its report, for the driver (with its default stream mode and version) and
+ * for each family (NVRTC, nvJitLink, NVVM, NVML), which are instances of the same
+ * load with their own search and report lines (families.c).
  *
- * Nothing runs when the library is loaded.  The first call that needs the
- * driver takes the lock, decides the stream mode, opens the driver (loader/),
- * writes the report, and publishes all of it with a release store of
- * load_finished; every later call reads it after an acquire load, without
- * the lock.  Only codes.c (names and advice for the report) and loader/ are
- * below this file.
+ * Nothing runs when the library is loaded.  The first call that needs a library
+ * takes the lock, decides what comes before (the driver: the stream mode; every
+ * library: CUABI_TRACE), opens it (loader/), writes the report, and publishes all
+ * of it with a release store of that library's load_finished; every later call
+ * reads it after an acquire load, without the lock.  Only codes.c (names and
+ * advice for the report), trace.c (CUABI_TRACE), families.c (the families' search
+ * and report lines) and loader/ are below this file.
  */
 #include "internal.h"
 
@@ -56,16 +59,20 @@ void cuabi__unlock(void)
 }
 
 /* ---- load state --------------------------------------------------------
- * Written once, under the lock, before load_finished becomes 1; read-only
- * afterwards.  requested_mode is written under the lock before the load. */
-static _Atomic(int) load_finished;
-static CUresult load_status = CUABI_ERROR_DRIVER_NOT_FOUND;
-static cuabi_driver_lib driver;
+ * One per library (the driver, then the families).  Written once, under the
+ * lock, before load_finished becomes 1; read-only afterwards.  requested_mode
+ * is written under the lock before the driver's load. */
+static struct library {
+    _Atomic(int) load_finished;
+    CUresult load_status;
+    cuabi_opened opened;
+    /* 16 KiB holds a full search (about ten candidate lines of up to a few
+     * hundred bytes each) many times over; longer texts end with a note. */
+    char report_buf[16384];
+} libraries[CUABI__LIBRARY_COUNT];
+static struct library *const driver = &libraries[CUABI_LIBRARY_DRIVER];
 static int requested_mode = -1; /* cuabi_set_default_stream_mode(), or -1 */
 static int effective_mode = -1; /* 0 legacy, 1 per-thread, -1 the environment was invalid */
-/* 16 KiB holds a full search (about ten candidate lines of up to a few
- * hundred bytes each) many times over; longer texts end with a note. */
-static char report_buf[16384];
 
 /* Decides the default stream mode; called once, by the load. */
 static CUresult decide_stream_mode(cuabi_text *report)
@@ -116,82 +123,137 @@ static void append_advice(cuabi_text *report, CUresult status, int named_path)
         cuabi_text_append(report, "what to do: %s\n", info->advice);
 }
 
-/* Runs the load if nobody has; the caller holds the lock. */
-static void load_locked(const char *explicit_path)
+/* The driver's and the families' environment variables name a library whose
+ * failure to open is to be reported as such, not searched around. */
+static int named_by_environment(int id)
 {
-    if (atomic_load_explicit(&load_finished, memory_order_relaxed))
+    const char *name = id == CUABI_LIBRARY_DRIVER ? "CUABI_LIBCUDA" : cuabi__family_specs[id - 1].env;
+    const char *env = secure_getenv(name);
+    return env != NULL && env[0] != '\0';
+}
+
+/* Runs library id's load if nobody has; the caller holds the lock. */
+static void load_locked(int id, const char *explicit_path)
+{
+    struct library *lib = &libraries[id];
+    if (atomic_load_explicit(&lib->load_finished, memory_order_relaxed))
         return;
 
     cuabi_text report;
-    cuabi_text_init(&report, report_buf, sizeof report_buf);
-    cuabi_text_append(&report, "cuabi %d.%d.%d: loading the CUDA driver\n", CUABI_VERSION_MAJOR,
-                      CUABI_VERSION_MINOR, CUABI_VERSION_PATCH);
-
-    CUresult status = decide_stream_mode(&report);
-    if (status == CUDA_SUCCESS) {
-        status = cuabi_loader_open(explicit_path, &driver, &report);
-        if (status == CUDA_SUCCESS)
-            cuabi_text_append(&report, "using %s, %s default stream\n", driver.path,
-                              effective_mode == 1 ? "per-thread" : "legacy");
+    cuabi_text_init(&report, lib->report_buf, sizeof lib->report_buf);
+    CUresult status = CUDA_SUCCESS;
+    if (id == CUABI_LIBRARY_DRIVER) {
+        cuabi_text_append(&report, "cuabi %d.%d.%d: loading the CUDA driver\n", CUABI_VERSION_MAJOR,
+                          CUABI_VERSION_MINOR, CUABI_VERSION_PATCH);
+        status = decide_stream_mode(&report);
+    } else {
+        cuabi__family_begin(id, &report);
     }
-    const char *env = secure_getenv("CUABI_LIBCUDA");
-    append_advice(&report, status, explicit_path != NULL || (env != NULL && env[0] != '\0'));
+    if (status == CUDA_SUCCESS)
+        status = cuabi__trace_environment(&report);
+    if (status == CUDA_SUCCESS) {
+        const cuabi_search *search =
+            id == CUABI_LIBRARY_DRIVER ? &cuabi_loader_driver : cuabi__family_search(id);
+        status = cuabi_loader_search(search, explicit_path, &lib->opened, &report);
+        if (status == CUDA_SUCCESS && id == CUABI_LIBRARY_DRIVER)
+            cuabi_text_append(&report, "using %s, %s default stream\n", lib->opened.path,
+                              effective_mode == 1 ? "per-thread" : "legacy");
+        else if (status == CUDA_SUCCESS)
+            cuabi__family_loaded(id, &lib->opened, &report);
+    }
+    int named = explicit_path != NULL || named_by_environment(id);
+    if (id == CUABI_LIBRARY_DRIVER)
+        append_advice(&report, status, named);
+    else if (status != CUDA_SUCCESS)
+        cuabi__family_advice(id, status, named, &report);
     cuabi_text_finish(&report);
 
-    load_status = status;
-    atomic_store_explicit(&load_finished, 1, memory_order_release);
+    lib->load_status = status;
+    atomic_store_explicit(&lib->load_finished, 1, memory_order_release);
+}
+
+CUresult cuabi__library_ensure(int id)
+{
+    struct library *lib = &libraries[id];
+    if (CUABI_LIKELY(atomic_load_explicit(&lib->load_finished, memory_order_acquire)))
+        return lib->load_status;
+    cuabi__lock();
+    load_locked(id, NULL);
+    cuabi__unlock();
+    return lib->load_status;
 }
 
 CUresult cuabi__ensure_loaded(void)
 {
-    if (CUABI_LIKELY(atomic_load_explicit(&load_finished, memory_order_acquire)))
-        return load_status;
-    cuabi__lock();
-    load_locked(NULL);
-    cuabi__unlock();
-    return load_status;
+    return cuabi__library_ensure(CUABI_LIBRARY_DRIVER);
 }
 
-/* Nonzero if path names the file of the loaded driver. */
-static int is_loaded_driver(const char *path)
+/* Nonzero if path names the file of the loaded library. */
+static int is_loaded_file(const struct library *lib, const char *path)
 {
     char real[PATH_MAX];
     if (realpath(path, real) == NULL)
         return 0;
-    return strcmp(real, driver.path) == 0;
+    return strcmp(real, lib->opened.path) == 0;
+}
+
+CUresult cuabi__library_load(int id, const char *path)
+{
+    struct library *lib = &libraries[id];
+    cuabi__lock();
+    int was_loaded = atomic_load_explicit(&lib->load_finished, memory_order_relaxed);
+    load_locked(id, path);
+    cuabi__unlock();
+
+    if (was_loaded && path != NULL && lib->load_status == CUDA_SUCCESS && !is_loaded_file(lib, path))
+        return CUABI_ERROR_ALREADY_LOADED;
+    return lib->load_status;
 }
 
 CUresult cuabi__load(const char *path)
 {
-    cuabi__lock();
-    int was_loaded = atomic_load_explicit(&load_finished, memory_order_relaxed);
-    load_locked(path);
-    cuabi__unlock();
+    return cuabi__library_load(CUABI_LIBRARY_DRIVER, path);
+}
 
-    if (was_loaded && path != NULL && load_status == CUDA_SUCCESS && !is_loaded_driver(path))
-        return CUABI_ERROR_ALREADY_LOADED;
-    return load_status;
+int cuabi__library_load_finished(int id)
+{
+    return atomic_load_explicit(&libraries[id].load_finished, memory_order_acquire);
 }
 
 int cuabi__load_finished(void)
 {
-    return atomic_load_explicit(&load_finished, memory_order_acquire);
+    return cuabi__library_load_finished(CUABI_LIBRARY_DRIVER);
+}
+
+const char *cuabi__library_report(int id)
+{
+    cuabi__library_ensure(id);
+    return libraries[id].report_buf;
 }
 
 const char *cuabi__report(void)
 {
-    cuabi__ensure_loaded();
-    return report_buf;
+    return cuabi__library_report(CUABI_LIBRARY_DRIVER);
+}
+
+const char *cuabi__library_path(int id)
+{
+    return cuabi__library_ensure(id) == CUDA_SUCCESS ? libraries[id].opened.path : NULL;
 }
 
 const char *cuabi__driver_path(void)
 {
-    return cuabi__ensure_loaded() == CUDA_SUCCESS ? driver.path : NULL;
+    return cuabi__library_path(CUABI_LIBRARY_DRIVER);
+}
+
+void *cuabi__library_handle(int id)
+{
+    return cuabi__library_ensure(id) == CUDA_SUCCESS ? libraries[id].opened.handle : NULL;
 }
 
 cuabi_get_proc_address_fn cuabi__driver_get_proc(void)
 {
-    return driver.get_proc;
+    return (cuabi_get_proc_address_fn)driver->opened.entry;
 }
 
 /* ---- default stream mode ----------------------------------------------- */
@@ -200,7 +262,7 @@ CUresult cuabi__request_stream_mode(int per_thread)
 {
     CUresult rc = CUDA_SUCCESS;
     cuabi__lock();
-    if (!atomic_load_explicit(&load_finished, memory_order_relaxed))
+    if (!atomic_load_explicit(&driver->load_finished, memory_order_relaxed))
         requested_mode = per_thread;
     else if (effective_mode != per_thread)
         rc = CUABI_ERROR_ALREADY_LOADED;
@@ -237,8 +299,8 @@ CUresult cuabi__driver_version(int *version)
             return rc;
         void *found = NULL;
         CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-        rc = driver.get_proc("cuDriverGetVersion", &found, 2020, CU_GET_PROC_ADDRESS_DEFAULT,
-                             &status);
+        rc = cuabi__driver_get_proc()("cuDriverGetVersion", &found, 2020,
+                                      CU_GET_PROC_ADDRESS_DEFAULT, &status);
         if (rc != CUDA_SUCCESS)
             return rc;
         if (found == NULL)

@@ -67,3 +67,40 @@ CUABI_API CUresult CUABI_CALL cuabi_get_proc(const char *name, int32_t cuda_vers
         return CUDA_ERROR_INVALID_VALUE;
     return cuabi__get_proc(name, cuda_version, flags, fn);
 }
+
+/* ---- the libraries (release 1.1) ---------------------------------------- */
+
+static int known_library(int32_t library)
+{
+    return library >= CUABI_LIBRARY_DRIVER && library < CUABI__LIBRARY_COUNT;
+}
+
+CUABI_API CUresult CUABI_CALL cuabi_load_library(int32_t library, const char *path)
+{
+    /* As cuabi_load: a relative path is refused without using up the one load. */
+    if (!known_library(library) || (path != NULL && path[0] != '/'))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuabi__library_load(library, path);
+}
+
+CUABI_API CUresult CUABI_CALL cuabi_library_status(int32_t library)
+{
+    if (!known_library(library))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuabi__library_ensure(library);
+}
+
+CUABI_API const char *CUABI_CALL cuabi_library_report(int32_t library)
+{
+    if (!known_library(library))
+        return "unknown library: cuabi_library_report() takes CUABI_LIBRARY_DRIVER (0) to "
+               "CUABI_LIBRARY_NVML (4)\n";
+    return cuabi__library_report(library);
+}
+
+CUABI_API const char *CUABI_CALL cuabi_library_path(int32_t library)
+{
+    if (!known_library(library))
+        return NULL;
+    return cuabi__library_path(library);
+}

@@ -1,14 +1,18 @@
 /*
  * resolve.c - entry-point lookup: the slot array the forwarders read and the
  * slow path that fills it.  Below it: load.c (the driver, its version and
- * the default stream mode, which decides the variant asked for).
+ * the default stream mode, which decides the variant asked for) and trace.c
+ * (which decides what a slot holds: the function, or its trace wrapper).
  */
 #include "internal.h"
 #include "entry_table.h" /* the entry-point table (generated) */
 
 /* Resolved entry points, one per row of cuabi__entry_points.  Filled
- * lazily; a race between two first calls stores the same address twice. */
+ * lazily; a race between two first calls stores the same address twice.
+ * cuabi__slots is what the forwarders call (the driver's function, or its
+ * trace wrapper while tracing is on: trace.c), cuabi__targets the function. */
 _Atomic(void *) cuabi__slots[CUABI__ENTRY_POINT_COUNT];
+_Atomic(void *) cuabi__targets[CUABI__ENTRY_POINT_COUNT];
 
 /* Per slot: 0 while unknown or resolved, else the answer "this driver lacks
  * it" (ENTRY_POINT_NOT_FOUND or DRIVER_TOO_OLD), which cannot change while
@@ -54,7 +58,18 @@ CUresult cuabi__get_proc(const char *name, int cuda_version, uint64_t flags, voi
     return CUDA_SUCCESS;
 }
 
+static CUresult lookup(unsigned index, void **fn);
+
 CUresult cuabi__resolve(unsigned index, void **fn)
+{
+    CUresult rc = lookup(index, fn);
+    if (rc != CUDA_SUCCESS)
+        cuabi__trace_not_called(CUABI_LIBRARY_DRIVER, index, (int)rc);
+    return rc;
+}
+
+/* The slow path itself. */
+static CUresult lookup(unsigned index, void **fn)
 {
     if (index >= CUABI__ENTRY_POINT_COUNT)
         return CUDA_ERROR_INVALID_VALUE;
@@ -78,7 +93,6 @@ CUresult cuabi__resolve(unsigned index, void **fn)
             atomic_store_explicit(&slot_failure[index], (int)rc, memory_order_relaxed);
         return rc;
     }
-    atomic_store_explicit(&cuabi__slots[index], found, memory_order_release);
-    *fn = found;
+    *fn = cuabi__trace_install(cuabi__trace_library(CUABI_LIBRARY_DRIVER), index, found);
     return CUDA_SUCCESS;
 }

@@ -1,10 +1,13 @@
 /*
- * loader.c - finds and opens libcuda.so.1; see loader.h and docs/abi.md.
+ * loader.c - finds and opens a library: the driver and the families' libraries;
+ * see loader.h, docs/abi.md ("Loading the driver") and docs/families.md.
  *
- * Candidates are tried in order and each leaves one line in the report.
- * A candidate is accepted when it opens, exports cuGetProcAddress_v2, and
- * that function does not answer CUDA_ERROR_STUB_LIBRARY.  Rejected
- * candidates are closed again; the accepted one never is.
+ * Candidates are tried in order and each leaves one line in the report.  What
+ * makes a candidate acceptable is its library's: the driver's when it exports
+ * cuGetProcAddress_v2 and that function does not answer CUDA_ERROR_STUB_LIBRARY;
+ * a family's when it exports its required symbols and is not older than its
+ * minimum version.  Rejected candidates are closed again; the accepted one never
+ * is.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* secure_getenv, RTLD_NOLOAD, dlinfo, dladdr */
@@ -22,15 +25,6 @@
 
 /* ---- candidates -------------------------------------------------------- */
 
-/* Outcome of one candidate, in increasing order of how much it tells the
- * user when nothing better is found (the final status is the highest). */
-enum outcome {
-    OUTCOME_NOT_FOUND = 0, /* could not be opened */
-    OUTCOME_STUB,          /* the toolkit's stub */
-    OUTCOME_UNUSABLE,      /* opened, but no cuGetProcAddress_v2 */
-    OUTCOME_ACCEPTED,
-};
-
 static const char *last_dl_error(void)
 {
     const char *err = dlerror();
@@ -47,7 +41,7 @@ static void resolve_path(void *handle, void *symbol, const char *fallback, char 
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL && map->l_name != NULL &&
         map->l_name[0] != '\0')
         name = map->l_name;
-    else if (dladdr(symbol, &info) != 0 && info.dli_fname != NULL)
+    else if (symbol != NULL && dladdr(symbol, &info) != 0 && info.dli_fname != NULL)
         name = info.dli_fname;
     if (name == NULL)
         name = fallback;
@@ -61,10 +55,10 @@ static void resolve_path(void *handle, void *symbol, const char *fallback, char 
 /*
  * Tries one candidate: `file` is what dlopen gets, `label` how the report
  * names it.  With RTLD_NOLOAD in dl_flags it only picks up a library that
- * is already loaded.
+ * is already loaded.  The library's examine function decides on it.
  */
-static enum outcome try_candidate(const char *file, const char *label, int dl_flags,
-                                  cuabi_driver_lib *out, cuabi_text *report)
+static cuabi_outcome try_candidate(const cuabi_search *search, const char *file, const char *label,
+                                   int dl_flags, cuabi_opened *out, cuabi_text *report)
 {
     cuabi_text_append(report, "  %s: ", label);
 
@@ -75,9 +69,25 @@ static enum outcome try_candidate(const char *file, const char *label, int dl_fl
             cuabi_text_append(report, "not loaded\n");
         else
             cuabi_text_append(report, "dlopen failed: %s\n", last_dl_error());
-        return OUTCOME_NOT_FOUND;
+        return CUABI_OUTCOME_NOT_FOUND;
     }
+    out->version_major = out->version_minor = -1;
+    cuabi_outcome outcome = search->examine(handle, file, out, report, search->context);
+    if (outcome != CUABI_OUTCOME_ACCEPTED) {
+        dlclose(handle);
+        memset(out, 0, sizeof *out);
+        return outcome;
+    }
+    out->handle = handle;
+    return CUABI_OUTCOME_ACCEPTED;
+}
 
+/* ---- the driver --------------------------------------------------------- */
+
+static cuabi_outcome examine_driver(void *handle, const char *file, cuabi_opened *out,
+                                    cuabi_text *report, const void *context)
+{
+    (void)context;
     dlerror();
     /* POSIX guarantees that a data pointer from dlsym converts to a
      * function pointer. */
@@ -90,8 +100,7 @@ static enum outcome try_candidate(const char *file, const char *label, int dl_fl
                           "no cuGetProcAddress_v2 in %s: driver older than CUDA 12.0 "
                           "or not a CUDA driver, skipped\n",
                           path);
-        dlclose(handle);
-        return OUTCOME_UNUSABLE;
+        return CUABI_OUTCOME_UNUSABLE;
     }
 
     /* The toolkit's stub exports every entry point but answers every call
@@ -108,34 +117,76 @@ static enum outcome try_candidate(const char *file, const char *label, int dl_fl
                           "%s is the toolkit stub library (returns CUDA_ERROR_STUB_LIBRARY), "
                           "skipped\n",
                           path);
-        dlclose(handle);
-        return OUTCOME_STUB;
+        return CUABI_OUTCOME_STUB;
     }
 
-    out->handle = handle;
-    out->get_proc = get_proc;
+    out->entry = (void *)get_proc;
     resolve_path(handle, (void *)get_proc, file, out->path, sizeof out->path);
     cuabi_text_append(report, "opened %s", out->path);
     if (rc != CUDA_SUCCESS)
         cuabi_text_append(report, " (note: its cuGetProcAddress_v2 answered %d to a probe)",
                           (int)rc);
     cuabi_text_append(report, "\n");
-    return OUTCOME_ACCEPTED;
+    return CUABI_OUTCOME_ACCEPTED;
 }
 
-static CUresult status_of(enum outcome worst)
+static const char *const driver_sonames[] = { "libcuda.so.1" };
+
+const cuabi_search cuabi_loader_driver = {
+    "CUABI_LIBCUDA", "cuabi_load", driver_sonames, 1, NULL, 0, 1, examine_driver, NULL,
+    { CUABI_ERROR_DRIVER_NOT_FOUND, CUABI_ERROR_DRIVER_STUB, CUABI_ERROR_DRIVER_UNUSABLE,
+      CUDA_SUCCESS },
+};
+
+/* ---- the families -------------------------------------------------------- */
+
+cuabi_outcome cuabi_loader_examine_family(void *handle, const char *file, cuabi_opened *out,
+                                          cuabi_text *report, const void *context)
 {
-    switch (worst) {
-    case OUTCOME_ACCEPTED:
-        return CUDA_SUCCESS;
-    case OUTCOME_UNUSABLE:
-        return CUABI_ERROR_DRIVER_UNUSABLE;
-    case OUTCOME_STUB:
-        return CUABI_ERROR_DRIVER_STUB;
-    case OUTCOME_NOT_FOUND:
-    default:
-        return CUABI_ERROR_DRIVER_NOT_FOUND;
+    const cuabi_family_check *check = context;
+    resolve_path(handle, NULL, file, out->path, sizeof out->path);
+    if (check->version_symbol != NULL) {
+        /* Every family's version function is (int *major, int *minor) or its unsigned
+         * twin, and needs nothing before it. */
+        dlerror();
+        int (*version)(int *, int *) = (int (*)(int *, int *))dlsym(handle, check->version_symbol);
+        int major = -1, minor = -1;
+        if (version != NULL && version(&major, &minor) == 0 && major >= 0 && minor >= 0) {
+            out->version_major = major;
+            out->version_minor = minor;
+        }
     }
+    for (size_t i = 0; i < check->required_count; i++) {
+        dlerror();
+        if (dlsym(handle, check->required[i]) != NULL)
+            continue;
+        cuabi_text_append(report, "%s lacks %s", out->path, check->required[i]);
+        if (out->version_major >= 0)
+            cuabi_text_append(report, " (it says it is %s %d.%d)", check->title,
+                              out->version_major, out->version_minor);
+        cuabi_text_append(report, ": not %s, or older than cuabi's %s forwarders need (%s "
+                                  "%d.%d or newer), skipped\n",
+                          check->title, check->title, check->title, check->minimum_major,
+                          check->minimum_minor);
+        return CUABI_OUTCOME_UNUSABLE;
+    }
+    if (out->version_major >= 0 &&
+        (out->version_major < check->minimum_major ||
+         (out->version_major == check->minimum_major && out->version_minor < check->minimum_minor))) {
+        cuabi_text_append(report, "%s is %s %d.%d, older than cuabi's %s forwarders need (%s "
+                                  "%d.%d or newer), skipped\n",
+                          out->path, check->title, out->version_major, out->version_minor,
+                          check->title, check->title, check->minimum_major, check->minimum_minor);
+        return CUABI_OUTCOME_UNUSABLE;
+    }
+    cuabi_text_append(report, "opened %s", out->path);
+    if (out->version_major >= 0)
+        cuabi_text_append(report, " (%s %d.%d)", check->title, out->version_major,
+                          out->version_minor);
+    else if (check->version_symbol != NULL)
+        cuabi_text_append(report, " (its %s did not say its version)", check->version_symbol);
+    cuabi_text_append(report, "\n");
+    return CUABI_OUTCOME_ACCEPTED;
 }
 
 /* Folders where driver packages put libcuda.so.1 when the system loader
@@ -155,9 +206,9 @@ static const char *const driver_folders[] = {
     "/usr/lib",
 };
 
-/* The only candidate when the caller or CUABI_LIBCUDA names one. */
-static CUresult open_only(const char *path, const char *label, cuabi_driver_lib *out,
-                          cuabi_text *report)
+/* The only candidate when the caller or the environment variable names one. */
+static CUresult open_only(const cuabi_search *search, const char *path, const char *label,
+                          cuabi_opened *out, cuabi_text *report)
 {
     if (path[0] != '/') {
         cuabi_text_append(report, "  %s: not an absolute path; refused (a relative path would "
@@ -165,65 +216,124 @@ static CUresult open_only(const char *path, const char *label, cuabi_driver_lib 
                           label);
         return CUABI_ERROR_BAD_ENVIRONMENT;
     }
-    return status_of(try_candidate(path, label, RTLD_NOW | RTLD_LOCAL, out, report));
+    return search->status_of[try_candidate(search, path, label, RTLD_NOW | RTLD_LOCAL, out, report)];
 }
 
-CUresult cuabi_loader_open(const char *explicit_path, cuabi_driver_lib *out, cuabi_text *report)
+/* Tries each soname in `folder`; the best outcome, ACCEPTED at the first that is. */
+static cuabi_outcome try_folder(const cuabi_search *search, const char *folder, cuabi_opened *out,
+                                cuabi_text *report)
 {
-    char label[CUABI_LOADER_PATH_MAX + 64];
-    memset(out, 0, sizeof *out);
-
-    const char *env = secure_getenv("CUABI_LIBCUDA");
-    if (explicit_path != NULL) {
-        if (env != NULL && env[0] != '\0')
-            cuabi_text_append(report, "  CUABI_LIBCUDA is set but ignored: the program "
-                                      "named a path with cuabi_load()\n");
-        cuabi_text label_text;
-        cuabi_text_init(&label_text, label, sizeof label);
-        cuabi_text_append(&label_text, "cuabi_load(");
-        cuabi_text_append_quoted(&label_text, explicit_path, 512);
-        cuabi_text_append(&label_text, ")");
-        return open_only(explicit_path, label, out, report);
-    }
-    if (env != NULL && env[0] != '\0') {
-        cuabi_text label_text;
-        cuabi_text_init(&label_text, label, sizeof label);
-        cuabi_text_append(&label_text, "CUABI_LIBCUDA=");
-        cuabi_text_append_quoted(&label_text, env, 512);
-        return open_only(env, label, out, report);
-    }
-    if (env != NULL)
-        cuabi_text_append(report, "  CUABI_LIBCUDA is set but empty: ignored, searching\n");
-
-    /* 1. A driver the process already has: reuse it rather than load a
-     *    second copy. */
-    enum outcome best = try_candidate("libcuda.so.1", "libcuda.so.1 already in this process",
-                                      RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, out, report);
-    if (best == OUTCOME_ACCEPTED)
-        return CUDA_SUCCESS;
-
-    /* 2. The system's own search (LD_LIBRARY_PATH, ld.so.cache, ...). */
-    enum outcome o = try_candidate("libcuda.so.1", "libcuda.so.1 through the system search",
-                                   RTLD_NOW | RTLD_LOCAL, out, report);
-    if (o == OUTCOME_ACCEPTED)
-        return CUDA_SUCCESS;
-    if (o > best)
-        best = o;
-
-    /* 3. Well-known driver folders.  Never the unversioned libcuda.so (a
-     *    development link, often to the stub) and never the current folder. */
-    for (size_t i = 0; i < sizeof driver_folders / sizeof driver_folders[0]; i++) {
+    cuabi_outcome best = CUABI_OUTCOME_NOT_FOUND;
+    for (size_t n = 0; n < search->soname_count; n++) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/libcuda.so.1", driver_folders[i]);
+        int len = snprintf(path, sizeof path, "%s/%s", folder, search->sonames[n]);
+        if (len < 0 || (size_t)len >= sizeof path)
+            continue; /* a folder as long as a path can be (from $CUDA_HOME): no file there */
         if (access(path, F_OK) != 0) {
             cuabi_text_append(report, "  %s: not present\n", path);
             continue;
         }
-        o = try_candidate(path, path, RTLD_NOW | RTLD_LOCAL, out, report);
-        if (o == OUTCOME_ACCEPTED)
+        cuabi_outcome o = try_candidate(search, path, path, RTLD_NOW | RTLD_LOCAL, out, report);
+        if (o == CUABI_OUTCOME_ACCEPTED)
+            return o;
+        if (o > best)
+            best = o;
+    }
+    return best;
+}
+
+/* "$VAR/sub": the folder an environment variable names, into `out`; NULL when the variable
+ * is unset or empty, or not an absolute path (which the report then says). */
+static const char *expand_folder(const char *folder, char *out, size_t cap, cuabi_text *report)
+{
+    if (folder[0] != '$')
+        return folder;
+    const char *slash = strchr(folder, '/');
+    size_t len = slash != NULL ? (size_t)(slash - folder - 1) : strlen(folder + 1);
+    char name[64];
+    if (len == 0 || len >= sizeof name)
+        return NULL;
+    memcpy(name, folder + 1, len);
+    name[len] = '\0';
+    const char *value = secure_getenv(name);
+    if (value == NULL || value[0] == '\0')
+        return NULL;
+    if (value[0] != '/') {
+        cuabi_text_append(report, "  %s: %s=", folder, name);
+        cuabi_text_append_quoted(report, value, 256);
+        cuabi_text_append(report, " is not an absolute path, not searched\n");
+        return NULL;
+    }
+    int written = snprintf(out, cap, "%s%s", value, slash != NULL ? slash : "");
+    return written >= 0 && (size_t)written < cap ? out : NULL;
+}
+
+CUresult cuabi_loader_search(const cuabi_search *search, const char *explicit_path,
+                             cuabi_opened *out, cuabi_text *report)
+{
+    char label[CUABI_LOADER_PATH_MAX + 64];
+    memset(out, 0, sizeof *out);
+
+    const char *env = secure_getenv(search->env);
+    if (explicit_path != NULL) {
+        if (env != NULL && env[0] != '\0')
+            cuabi_text_append(report, "  %s is set but ignored: the program named a path with %s()\n",
+                              search->env, search->load_call);
+        cuabi_text label_text;
+        cuabi_text_init(&label_text, label, sizeof label);
+        cuabi_text_append(&label_text, "%s(", search->load_call);
+        cuabi_text_append_quoted(&label_text, explicit_path, 512);
+        cuabi_text_append(&label_text, ")");
+        return open_only(search, explicit_path, label, out, report);
+    }
+    if (env != NULL && env[0] != '\0') {
+        cuabi_text label_text;
+        cuabi_text_init(&label_text, label, sizeof label);
+        cuabi_text_append(&label_text, "%s=", search->env);
+        cuabi_text_append_quoted(&label_text, env, 512);
+        return open_only(search, env, label, out, report);
+    }
+    if (env != NULL)
+        cuabi_text_append(report, "  %s is set but empty: ignored, searching\n", search->env);
+
+    /* 1. A library the process already has: reuse it rather than load a
+     *    second copy. */
+    cuabi_outcome best = CUABI_OUTCOME_NOT_FOUND, o;
+    for (size_t n = 0; n < search->soname_count; n++) {
+        snprintf(label, sizeof label, "%s already in this process", search->sonames[n]);
+        o = try_candidate(search, search->sonames[n], label, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD,
+                          out, report);
+        if (o == CUABI_OUTCOME_ACCEPTED)
             return CUDA_SUCCESS;
         if (o > best)
             best = o;
     }
-    return status_of(best);
+
+    /* 2. The system's own search (LD_LIBRARY_PATH, ld.so.cache, ...). */
+    for (size_t n = 0; n < search->soname_count; n++) {
+        snprintf(label, sizeof label, "%s through the system search", search->sonames[n]);
+        o = try_candidate(search, search->sonames[n], label, RTLD_NOW | RTLD_LOCAL, out, report);
+        if (o == CUABI_OUTCOME_ACCEPTED)
+            return CUDA_SUCCESS;
+        if (o > best)
+            best = o;
+    }
+
+    /* 3. Well-known folders.  Never an unversioned name (libcuda.so, a
+     *    development link, often to the stub) and never the current folder. */
+    size_t driver_count = search->driver_folders ? sizeof driver_folders / sizeof driver_folders[0] : 0;
+    for (size_t i = 0; i < driver_count + search->folder_count; i++) {
+        char expanded[PATH_MAX];
+        const char *folder = i < driver_count ? driver_folders[i]
+                                              : expand_folder(search->folders[i - driver_count],
+                                                              expanded, sizeof expanded, report);
+        if (folder == NULL)
+            continue;
+        o = try_folder(search, folder, out, report);
+        if (o == CUABI_OUTCOME_ACCEPTED)
+            return CUDA_SUCCESS;
+        if (o > best)
+            best = o;
+    }
+    return search->status_of[best];
 }

@@ -20,7 +20,12 @@ The first call's path (gcc: cuabi_cuXxx.cold, elsewhere; clang: after the
 fast path, ending in first_cuXxx) is only checked for loops.
 Signatures come from tests/generated/entry_points.h.
 
-usage: check_forwarder_code.py LIBRARY ENTRY_POINTS_H
+The library families' forwarders (cuabi_nvrtcXxx, ...) are checked the same way, each
+against its family's slot array (cuabi__nvrtc_slots, ...), when the second argument is
+tests/generated/family_functions.h instead; the three code-to-text functions
+lib/family_wrapped.c exports around their forwarder are checked as cuabi__forward_<name>.
+
+usage: check_forwarder_code.py LIBRARY ENTRY_POINTS_H|FAMILY_FUNCTIONS_H
 """
 import re
 import subprocess
@@ -29,6 +34,9 @@ import sys
 SKIPPED = 77
 FORBIDDEN = re.compile(r"^(lock\b|mfence|lfence|sfence|xchg|cmpxchg|xadd|pause|call)")
 ENTRY = re.compile(r'CUABI_ENTRY\(\d+, (\w+), "\w+", \d+, \d+, "([^"]*)"\)')
+# tests/generated/family_functions.h: the family of each list, and each row's name and letters
+FAMILY_LIST = re.compile(r"#define CUABI_(\w+)_FUNCTIONS\(X\)(.*?)(?=\n#define|\Z)", re.S)
+FAMILY_ROW = re.compile(r'X\(\d+, (\w+), \w+, "([^"]*)", [Ip],')
 # objdump -d --no-show-raw-insn: "   18e70:\tmov    0x20301(%rip),%rax  # 39178 <cuabi__slots+0x7b8>"
 INSN = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
 SYMBOL = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
@@ -90,7 +98,8 @@ def functions(library):
         if m:
             name = m.group(1)
             current = (found.setdefault(name, [])
-                       if re.fullmatch(r"cuabi_cu\w+|cuabi__forward_cu\w+", name) else None)
+                       if re.fullmatch(r"cuabi_(cu|nvrtc|nvJitLink|nvvm|nvml)\w+|cuabi__forward_\w+",
+                                       name) else None)
             continue
         m = INSN.match(line)
         if m and current is not None:
@@ -105,16 +114,16 @@ def fast_path_length(code):
     return ends[0] + 1 if ends else len(code)
 
 
-def problems_of(name, code, signature):
+def problems_of(name, code, signature, slots="cuabi__slots"):
     stack, small = stack_words_and_small(signature)
     limit = 4 + small + (4 * stack + 4 if stack else 0)
     found = []
     fast = code[:fast_path_length(code)]
     if not fast or not re.match(r"jmp\s+\*%", fast[-1][1]):
         return ["no indirect tail jump into the driver"]
-    slot_loads = [t for _, t in fast if "<cuabi__slots" in t]
+    slot_loads = [t for _, t in fast if "<%s" % slots in t]
     if len(slot_loads) != 1:
-        found.append("%d loads of cuabi__slots, not 1" % len(slot_loads))
+        found.append("%d loads of %s, not 1" % (len(slot_loads), slots))
     for _, text in fast:
         if FORBIDDEN.match(text):
             found.append("forbidden instruction: %s" % text)
@@ -133,7 +142,13 @@ def main():
         print(__doc__)
         return 2
     library, entry_points = sys.argv[1:]
-    signatures = dict(ENTRY.findall(open(entry_points, encoding="utf-8").read()))
+    text = open(entry_points, encoding="utf-8").read()
+    signatures = dict(ENTRY.findall(text))
+    slots = dict.fromkeys(signatures, "cuabi__slots")
+    for family, rows in FAMILY_LIST.findall(text):
+        for name, letters in FAMILY_ROW.findall(rows):
+            signatures[name] = letters
+            slots[name] = "cuabi__%s_slots" % family.lower()
     code = functions(library)
     problems = []
     for name, signature in sorted(signatures.items()):
@@ -143,7 +158,7 @@ def main():
         if body is None:
             problems.append("cuabi_%s: not found in the disassembly" % name)
             continue
-        problems += ["cuabi_%s: %s" % (name, p) for p in problems_of(name, body, signature)]
+        problems += ["cuabi_%s: %s" % (name, p) for p in problems_of(name, body, signature, slots[name])]
     sizes = sorted(fast_path_length(code.get("cuabi__forward_" + n) or code.get("cuabi_" + n, []))
                    for n in signatures)
     print("%d forwarders: the fast path of %d of them is 4 instructions, the longest %d" %

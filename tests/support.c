@@ -34,6 +34,98 @@ void *fake_symbol(const char *name)
     return sym;
 }
 
+const char *library_env(int32_t library)
+{
+    static const char *const names[] = { "CUABI_LIBCUDA", "CUABI_LIBNVRTC", "CUABI_LIBNVJITLINK",
+                                         "CUABI_LIBNVVM", "CUABI_LIBNVML" };
+    return library >= 0 && library < (int32_t)(sizeof names / sizeof names[0]) ? names[library] : NULL;
+}
+
+void *family_fake_symbol(int32_t library, const char *name)
+{
+    static void *handles[5];
+    const char *env = library_env(library);
+    const char *path = env != NULL ? getenv(env) : NULL;
+    if (path == NULL || path[0] != '/') {
+        fprintf(stderr, "this test needs %s=/abs/path to the family's fake (ctest sets it)\n",
+                env != NULL ? env : "(an unknown library)");
+        abort();
+    }
+    if (handles[library] == NULL && (handles[library] = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+        fprintf(stderr, "cannot open %s: %s\n", path, dlerror());
+        abort();
+    }
+    void *sym = dlsym(handles[library], name);
+    if (sym == NULL) {
+        fprintf(stderr, "%s has no %s\n", path, name);
+        abort();
+    }
+    return sym;
+}
+
+void *exported_forwarder(const char *name)
+{
+    char symbol[160];
+    snprintf(symbol, sizeof symbol, "cuabi_%s", name);
+    void *fn = dlsym(RTLD_DEFAULT, symbol);
+    if (fn == NULL)
+        print_error("libcuabi does not export %s\n", symbol);
+    assert_non_null(fn);
+    return fn;
+}
+
+void sentinel(unsigned entry, unsigned arg, char c, union sentinel_value *v, uint64_t *bits)
+{
+    uint64_t tag = ((uint64_t)entry << 8) | arg;
+    memset(v, 0, sizeof *v);
+    switch (c) {
+    case 'B':
+        v->B = (uint8_t)(0x80 | (tag & 0x7F));
+        *bits = v->B;
+        break;
+    case 'H':
+        v->H = (uint16_t)(0x8000 | (tag & 0x7FFF));
+        *bits = v->H;
+        break;
+    case 'i':
+        v->i = (int32_t)(0x80000000u | (uint32_t)tag); /* negative: no sign extension */
+        *bits = (uint32_t)v->i;
+        break;
+    case 'I':
+        v->u = 0x40000000u | (uint32_t)tag;
+        *bits = v->u;
+        break;
+    case 'q':
+        v->q = (int64_t)(0xC0DE000000000000ull | tag << 4 | 0x9);
+        *bits = (uint64_t)v->q;
+        break;
+    case 'Q':
+        v->Q = 0xB0BA000000000000ull | tag << 4 | 0xA;
+        *bits = v->Q;
+        break;
+    case 'z':
+        v->z = (size_t)(0xA11C000000000000ull | tag << 4 | 0xB);
+        *bits = (uint64_t)v->z;
+        break;
+    case 'p':
+        /* Never dereferenced: neither the forwarder nor the library looks behind it. */
+        v->p = (void *)(uintptr_t)(0x00007E5700000000ull | tag << 4 | 0xC);
+        *bits = (uint64_t)(uintptr_t)v->p;
+        break;
+    case 'f': {
+        uint32_t u;
+        v->f = (float)tag + 0.5f;
+        memcpy(&u, &v->f, sizeof u);
+        *bits = u;
+        break;
+    }
+    case 'd':
+        v->d = (double)tag * 3.0 + 0.25;
+        memcpy(bits, &v->d, sizeof *bits);
+        break;
+    }
+}
+
 uint64_t fake_live_allocations(void)
 {
     return ((fakecuda_live_allocations_fn)fake_symbol("fakecuda_live_allocations"))();

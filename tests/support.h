@@ -33,6 +33,34 @@ uint64_t fake_live_objects(const char *kind);
 uint64_t fake_launch_count(void);
 int fake_request_info(const char *name, struct fakecuda_request *out);
 
+/* A function a family's fake library exports (fakefam_*): the fake that the
+ * family's environment variable names (CUABI_LIBNVRTC, ...; ctest sets them),
+ * opened as cuabi opens it.  Fails the test when missing. */
+void *family_fake_symbol(int32_t library, const char *name);
+/* The environment variable of a library (CUABI_LIBRARY_*): CUABI_LIBCUDA, CUABI_LIBNVRTC... */
+const char *library_env(int32_t library);
+
+/* libcuabi's cuabi_<name>, found with dlsym; fails the test when it is not exported. */
+void *exported_forwarder(const char *name);
+
+/* One argument value, whatever its signature letter. */
+union sentinel_value {
+    uint8_t B;
+    uint16_t H;
+    int32_t i;
+    uint32_t u;
+    int64_t q;
+    uint64_t Q;
+    size_t z;
+    void *p;
+    float f;
+    double d;
+};
+/* A value no other (entry, argument) pair uses, and the raw bits a library must see for
+ * it (integers zero-extended from their width, floats as bits).  Pointers never point
+ * anywhere: nothing may look behind them. */
+void sentinel(unsigned entry, unsigned arg, char letter, union sentinel_value *v, uint64_t *bits);
+
 /* Compares two CUresults and, on a mismatch, names both. */
 #define assert_cu(expected, actual) \
     assert_cu_at((CUresult)(expected), (CUresult)(actual), #actual, __FILE__, __LINE__)

@@ -49,74 +49,6 @@ static fakecuda_record_last_fn record_last;
 static fakecuda_record_struct_arg_fn record_struct_arg;
 static int per_thread;
 
-/* One argument value, whatever its letter. */
-union value {
-    uint8_t B;
-    uint16_t H;
-    int32_t i;
-    uint32_t u;
-    int64_t q;
-    uint64_t Q;
-    size_t z;
-    void *p;
-    float f;
-    double d;
-};
-
-/* A value no other (entry, argument) pair uses, and the raw bits the driver
- * must see for it (integers zero-extended from their width, floats as bits). */
-static void sentinel(unsigned entry, unsigned arg, char c, union value *v, uint64_t *bits)
-{
-    uint64_t tag = ((uint64_t)entry << 8) | arg;
-    memset(v, 0, sizeof *v);
-    switch (c) {
-    case 'B':
-        v->B = (uint8_t)(0x80 | (tag & 0x7F));
-        *bits = v->B;
-        break;
-    case 'H':
-        v->H = (uint16_t)(0x8000 | (tag & 0x7FFF));
-        *bits = v->H;
-        break;
-    case 'i':
-        v->i = (int32_t)(0x80000000u | (uint32_t)tag); /* negative: no sign extension */
-        *bits = (uint32_t)v->i;
-        break;
-    case 'I':
-        v->u = 0x40000000u | (uint32_t)tag;
-        *bits = v->u;
-        break;
-    case 'q':
-        v->q = (int64_t)(0xC0DE000000000000ull | tag << 4 | 0x9);
-        *bits = (uint64_t)v->q;
-        break;
-    case 'Q':
-        v->Q = 0xB0BA000000000000ull | tag << 4 | 0xA;
-        *bits = v->Q;
-        break;
-    case 'z':
-        v->z = (size_t)(0xA11C000000000000ull | tag << 4 | 0xB);
-        *bits = (uint64_t)v->z;
-        break;
-    case 'p':
-        /* Never dereferenced: neither the forwarder nor the closure looks behind it. */
-        v->p = (void *)(uintptr_t)(0x00007E5700000000ull | tag << 4 | 0xC);
-        *bits = (uint64_t)(uintptr_t)v->p;
-        break;
-    case 'f': {
-        uint32_t u;
-        v->f = (float)tag + 0.5f;
-        memcpy(&u, &v->f, sizeof u);
-        *bits = u;
-        break;
-    }
-    case 'd':
-        v->d = (double)tag * 3.0 + 0.25;
-        memcpy(bits, &v->d, sizeof *bits);
-        break;
-    }
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -179,7 +111,7 @@ static void call_entry_point(const struct entry *e, enum call_route route, void 
                              struct sent *sent)
 {
     static struct signature sig; /* large; parsed per call */
-    union value values[FAKECUDA_MAX_ARGS];
+    union sentinel_value values[FAKECUDA_MAX_ARGS];
     void *argv[FAKECUDA_MAX_ARGS];
     if (signature_parse(e->signature, &sig) != 0)
         fail_msg("%s: cannot parse the signature \"%s\"", e->name, e->signature);
@@ -258,12 +190,7 @@ static void check_recorded(const struct entry *e, const struct sent *sent)
 static void test_forwarder(void **state)
 {
     const struct entry *e = *state;
-    char symbol[160];
-    snprintf(symbol, sizeof symbol, "cuabi_%s", e->name);
-    void *fn = dlsym(RTLD_DEFAULT, symbol);
-    if (fn == NULL)
-        print_error("libcuabi does not export %s\n", symbol);
-    assert_non_null(fn);
+    void *fn = exported_forwarder(e->name);
 
     struct fakecuda_request before, after;
     int asked_before = fake_request_info(e->driver_name, &before);

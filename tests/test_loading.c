@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "support.h"
+#include "loading_families.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -391,7 +392,11 @@ static void bad_stream_mode_empty(void)
 /* The registry.  env: the scenario's environment, entries separated by
  * spaces; @KEY@ stands for a path the build passes in (tests/CMakeLists.txt),
  * and where the build has none (an empty value), the scenario becomes a
- * placeholder that says `unavailable`. */
+ * placeholder that says `unavailable`.  A family's "absent" scenario needs the
+ * machine without the family's library where cuabi's search looks, its
+ * "real_library" scenario needs it there: where that is not so, the scenario is a
+ * placeholder that says why, decided when the build writes the entries
+ * (system_condition). */
 static const struct scenario {
     const char *name;
     void (*run)(void);
@@ -421,6 +426,44 @@ static const struct scenario {
     { "system_search", system_search,
       "LD_LIBRARY_PATH=@SYSDRIVER_DIR@ FAKE_SYSDRIVER_DIR=@SYSDRIVER_DIR@", NULL },
     { "no_device", no_device, "CUABI_LIBCUDA=@FAKE@ FAKECUDA_DEVICE_COUNT=0", NULL },
+    { "driver.load_library", driver_load_library, "FAKE_DRIVER=@FAKE@", NULL },
+/* The library families (tests/loading_families.c), each scenario once per family: F its
+ * name in the ctest entry, V its environment variable's suffix and its fakes' key, N its
+ * CUABI_LIBRARY_* number, OLD what makes its fake too old. */
+#define FAMILY_SCENARIOS(F, V, N, OLD)                                                           \
+    { F ".env_override", family_env_override, "CUABI_TEST_FAMILY=" #N " CUABI_LIB" V "=@FAKE" V "@", NULL }, \
+    { F ".explicit_path", family_explicit_path, "CUABI_TEST_FAMILY=" #N " FAKE_FAMILY=@FAKE" V "@", NULL }, \
+    { F ".explicit_path_beats_env", family_explicit_beats_env,                                  \
+      "CUABI_TEST_FAMILY=" #N " CUABI_LIB" V "=@MISSING@ FAKE_FAMILY=@FAKE" V "@", NULL },       \
+    { F ".relative_env", family_relative_env, "CUABI_TEST_FAMILY=" #N " CUABI_LIB" V "=lib" F ".so", NULL }, \
+    { F ".missing_file", family_missing_file, "CUABI_TEST_FAMILY=" #N " CUABI_LIB" V "=@MISSING@", NULL }, \
+    { F ".too_old", family_too_old, "CUABI_TEST_FAMILY=" #N " " OLD, NULL },                     \
+    { F ".function_missing", family_function_missing,                                            \
+      "CUABI_TEST_FAMILY=" #N " CUABI_LIB" V "=@PARTIAL" V "@", NULL },                          \
+    { F ".already_in_process", family_already_in_process,                                        \
+      "CUABI_TEST_FAMILY=" #N " FAKE_SYSFAMILY=@SYS" V "@", NULL },                              \
+    { F ".system_search", family_system_search,                                                  \
+      "CUABI_TEST_FAMILY=" #N " LD_LIBRARY_PATH=@SYSFAMILIES_DIR@ FAKE_SYSFAMILIES_DIR=@SYSFAMILIES_DIR@", NULL }, \
+    { F ".wrong_soname", family_wrong_soname,                                                    \
+      "CUABI_TEST_FAMILY=" #N " LD_LIBRARY_PATH=@WRONGNAME_DIR@ FAKE_WRONGNAME_DIR=@WRONGNAME_DIR@", NULL }, \
+    { F ".absent", family_absent, "CUABI_TEST_FAMILY=" #N, NULL },                               \
+    { F ".real_library", family_real_library, "CUABI_TEST_FAMILY=" #N, NULL },
+    FAMILY_SCENARIOS("nvrtc", "NVRTC", 1, "CUABI_LIBNVRTC=@FAKENVRTC@ FAKEFAM_VERSION=11.8")
+    FAMILY_SCENARIOS("nvjitlink", "NVJITLINK", 2, "CUABI_LIBNVJITLINK=@FAKENVJITLINK@ FAKEFAM_VERSION=12.9")
+    FAMILY_SCENARIOS("nvvm", "NVVM", 3, "CUABI_LIBNVVM=@FAKENVVM@ FAKEFAM_VERSION=1.9")
+    FAMILY_SCENARIOS("nvml", "NVML", 4, "CUABI_LIBNVML=@OLDNVML@")
+#undef FAMILY_SCENARIOS
+/* CUABI_TRACE (docs/tracing.md), on the fake driver and the fake NVRTC. */
+#define TRACE_FAKES "CUABI_LIBCUDA=@FAKE@ CUABI_LIBNVRTC=@FAKENVRTC@ CUABI_LIBNVML=@FAKENVML@"
+    { "trace.to_stderr", trace_to_stderr, TRACE_FAKES " CUABI_TRACE=1 FAKE_TRACE_FILE=@TRACE_DIR@/to_stderr.log", NULL },
+    { "trace.to_file", trace_to_file, TRACE_FAKES " CUABI_TRACE=@TRACE_DIR@/to_file.log", NULL },
+    { "trace.relative_path", trace_relative_path, TRACE_FAKES " CUABI_TRACE=trace.log", NULL },
+    { "trace.bad_value", trace_bad_value, TRACE_FAKES " CUABI_TRACE=yes", NULL },
+    { "trace.unopenable_file", trace_unopenable_file,
+      TRACE_FAKES " CUABI_TRACE=@MISSING@.trace", NULL },
+    { "trace.program_wins", trace_program_wins,
+      TRACE_FAKES " CUABI_TRACE=1 FAKE_TRACE_FILE=@TRACE_DIR@/program_wins.log", NULL },
+#undef TRACE_FAKES
 };
 #define SCENARIO_COUNT (sizeof scenarios / sizeof scenarios[0])
 
@@ -434,6 +477,48 @@ static void test_scenario(void **state)
         }
     }
     fail_msg("unknown scenario %s", scenario);
+}
+
+/* Whether cuabi's search finds library `library` on this machine: asked of a child
+ * started with an empty environment, as system_has_driver() does (`emulator`: the
+ * words that run this program in a cross build, or ""). */
+static int system_has_library(int library, const char *self, const char *emulator)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char words[1024], number[16], *argv[16];
+        int argc = 0;
+        if (strlen(emulator) < sizeof words) {
+            strcpy(words, emulator);
+            for (char *w = strtok(words, " "); w != NULL && argc < 12; w = strtok(NULL, " "))
+                argv[argc++] = w;
+        }
+        snprintf(number, sizeof number, "%d", library);
+        argv[argc++] = (char *)self;
+        argv[argc++] = "--probe-system-library";
+        argv[argc++] = number;
+        argv[argc] = NULL;
+        char *const envp[] = { NULL };
+        execvpe(argv[0], argv, envp);
+        _exit(2);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+
+/* N > 0: the scenario needs library N (CUABI_LIBRARY_*) on this machine, where
+ * cuabi's search finds it; -N: it needs the machine without it; 0: neither. */
+static int system_condition(const struct scenario *s)
+{
+    const char *family = strstr(s->env, "CUABI_TEST_FAMILY=");
+    int library = family != NULL ? atoi(family + strlen("CUABI_TEST_FAMILY=")) : 0;
+    if (s->run == family_absent)
+        return -library;
+    if (s->run == family_real_library)
+        return library;
+    return 0;
 }
 
 /* The value given for @KEY@ (`key` points just past the '@', `len` long), or NULL. */
@@ -515,6 +600,20 @@ static int write_ctest_file(const char *path, const char *self, int nkeys, char 
         const struct scenario *s = &scenarios[i];
         size_t len = 0;
         const char *missing = unavailable_key(s->env, nkeys, keys, &len);
+        int system = system_condition(s);
+        int library = system < 0 ? -system : system;
+        if (library != 0 && skipped_sh != NULL &&
+            system_has_library(library, self, emulator_words) != (system > 0)) {
+            /* A placeholder: this machine has (or lacks) the library the scenario needs
+             * it to lack (or have). */
+            fprintf(out, "add_test(loading.%s sh \"%s\" \"this machine %s library %d "
+                         "(CUABI_LIBRARY_*) where cuabi's search finds it: the scenario needs it %s\")\n",
+                    s->name, skipped_sh, system > 0 ? "has no" : "has the", library,
+                    system > 0 ? "there" : "absent");
+            fprintf(out, "set_tests_properties(loading.%s PROPERTIES LABELS \"placeholder;script;loading\" "
+                         "SKIP_RETURN_CODE 77)\n", s->name);
+            continue;
+        }
         if (missing != NULL && skipped_sh != NULL) {
             /* A placeholder: reported Skipped, saying why (tests/CMakeLists.txt). */
             fprintf(out, "add_test(loading.%s sh \"%s\" \"%s: this build has no %.*s path\")\n",
@@ -565,6 +664,8 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "--probe-system-driver") == 0)
         return cuabi_driver_status() == CUDA_SUCCESS ? 1 : 0;
+    if (argc == 3 && strcmp(argv[1], "--probe-system-library") == 0)
+        return cuabi_library_status(atoi(argv[2])) == CUDA_SUCCESS ? 1 : 0;
     if (argc != 2) {
         fprintf(stderr, "usage: test_loading SCENARIO | --ctest FILE KEY=VALUE... "
                         "(scenarios: the table at the end of tests/test_loading.c)\n");

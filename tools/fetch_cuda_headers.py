@@ -2,7 +2,8 @@
 """Fetch the driver headers of the CUDA versions newer than the installed toolkit.
 
 cuabi's version nodes are generated from the headers of one CUDA version each (CUABI_1.0 from
-CUDA 13.0's, CUABI_1.1 from 13.5's: docs/generator.md). NVIDIA's licence does not let cuabi
+CUDA 13.0's, CUABI_1.1 from 13.5's: docs/generator.md), the driver's and, from CUABI_1.1 on,
+those of the library families NVRTC, nvJitLink, NVVM and NVML (docs/families.md). NVIDIA's licence does not let cuabi
 commit those headers, so this script downloads them from PyPI, where NVIDIA publishes them in
 wheels: each wheel pinned by version and by the SHA-256 of its file, checked before anything is
 unpacked. The headers go to a cache in the source tree that git ignores:
@@ -36,7 +37,10 @@ CACHE = REPO / "build" / "cuda-headers"
 # The pins: tools/cuda_headers.json, {"cuda": {"13.5": {"cuda_version": 13050, "wheels": [...]}}}.
 PINS: dict[str, dict] = json.loads((REPO / "tools" / "cuda_headers.json").read_text())["cuda"]
 INCLUDE_PREFIX = "nvidia/cu13/include/"
-REQUIRED = ("cuda.h", "cudaTypedefs.h", "cudaProfiler.h", "cudaProfilerTypedefs.h")
+# The driver's headers, and those of the library families (NVRTC, nvJitLink, NVVM, NVML)
+# whose forwarders CUABI_1.1 adds (docs/families.md).
+REQUIRED = ("cuda.h", "cudaTypedefs.h", "cudaProfiler.h", "cudaProfilerTypedefs.h",
+            "nvrtc.h", "nvJitLink.h", "nvvm.h", "nvml.h")
 
 
 def version_of(cuda_version: int) -> str:
@@ -67,13 +71,21 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def platforms_of(file: str) -> list[str]:
+    """The platform tags of a wheel's file name, which pip must be told to accept it:
+    ['manylinux2010_x86_64', 'manylinux_2_12_x86_64'] for ...-py3-none-manylinux2010_x86_64.
+    manylinux_2_12_x86_64.whl (NVRTC's wheels are older manylinux than the runtime's)."""
+    return file[:-len(".whl")].split("-")[-1].split(".")
+
+
 def download(wheel: dict, into: Path) -> Path:
     """The pinned wheel, downloaded into `into` (or found there) and its hash checked."""
     path = into / wheel["file"]
     if not path.exists():
+        platforms = [arg for tag in platforms_of(wheel["file"]) for arg in ("--platform", tag)]
         command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
                    "--disable-pip-version-check", "--only-binary=:all:",
-                   "--platform", "manylinux_2_17_x86_64", "--python-version", "3",
+                   *platforms, "--python-version", "3",
                    "--implementation", "py", "--abi", "none", "--dest", str(into),
                    f"{wheel['project']}=={wheel['version']}"]
         print("running:", " ".join(command))

@@ -288,6 +288,8 @@ class EntryPoint:
     index: int = 0       # its slot: node order, then name order (assign_nodes)
     canonical: str = ""  # its parameter list with every typedef expanded, to compare versions
     replaces: str = ""   # the name whose newer ABI this is, when a newer cuda.h renamed it
+    family: str = ""     # "" for the driver, else the library family's key (FAMILIES)
+    returns: tuple[str, str] = ("CUresult", "I")   # its return type and signature letter
 
     @property
     def signature(self) -> str:
@@ -376,8 +378,9 @@ class Declarations:
         if canon.startswith("struct "):
             return self.struct_code(canon[len("struct "):])
         return {
-            "int": "i", "unsigned int": "I", "unsigned": "I",
-            "long long": "q", "long long int": "q", "unsigned long long": "Q",
+            "int": "i", "signed int": "i", "unsigned int": "I", "unsigned": "I",
+            "long long": "q", "long long int": "q", "signed long long": "q",
+            "unsigned long long": "Q",
             "unsigned long long int": "Q", "long": "q", "unsigned long": "Q",
             "float": "f", "double": "d", "unsigned char": "B", "unsigned short": "H",
         }.get(canon, "?")
@@ -522,32 +525,43 @@ def classify_pointers(h: Headers, eps: list[EntryPoint]) -> None:
     """Mark each pointer parameter as input, output or both."""
     by_name = {d.name: d for d in h.functions}
     for ep in eps:
-        raw = [p for p in (by_name[ep.name].type.args.params or []) if h.canonical(p) != "void"]
-        for param, node in zip(ep.params, raw):
-            t = node.type
-            if not isinstance(t, c_ast.PtrDecl):
-                continue
-            key = (ep.name, param.name)
-            target = t.type
-            pointee_const = isinstance(target, c_ast.TypeDecl) and "const" in target.quals
-            pointee_canon = h.canonical(target)
-            if key in INOUT_POINTERS:
-                param.direction = "inout"
-            elif key in BUFFER_POINTERS:
-                param.direction = "buffer"
-            elif pointee_const:
-                param.direction = "in"
-            elif pointee_canon.startswith(("struct ", "union ", "void", "char")) and \
-                    not pointee_canon.endswith("*"):
-                param.direction = "buffer"
-            else:
-                param.direction = "out"
-            if param.direction in ("out", "inout"):
-                param.pointee = h.gen.visit(h.strip_name(target)).strip()
-                # null only for a struct or union the call writes; a handle is a pointer ('p')
-                is_record = pointee_canon.startswith(("struct ", "union ")) and \
-                    not pointee_canon.endswith("*")
-                param.pointee_code = None if is_record else h.code_of(target)
+        classify_params(h, ep, by_name[ep.name], BUFFER_POINTERS, INOUT_POINTERS)
+
+
+def classify_params(h: Declarations, ep: EntryPoint, decl: c_ast.Decl, buffers: set,
+                    inouts: set) -> None:
+    """Mark each pointer parameter of `ep` (declared by `decl`) as input, output or both:
+    the rule, but for the (function, parameter) pairs listed in `buffers` and `inouts`."""
+    raw = [p for p in (decl.type.args.params or []) if h.canonical(p) != "void"]
+    for param, node in zip(ep.params, raw):
+        t = node.type
+        if not isinstance(t, c_ast.PtrDecl):
+            continue
+        key = (ep.name, param.name)
+        target = t.type
+        # a pointer to const data, also to a const pointer (`const char * const *options`)
+        pointee_const = isinstance(target, (c_ast.TypeDecl, c_ast.PtrDecl)) and "const" in target.quals
+        pointee_canon = h.canonical(target)
+        if isinstance(target, c_ast.FuncDecl):
+            param.direction = "in"           # a function pointer (nvrtcSetFlowCallback)
+            continue
+        if key in inouts:
+            param.direction = "inout"
+        elif key in buffers:
+            param.direction = "buffer"
+        elif pointee_const:
+            param.direction = "in"
+        elif pointee_canon.startswith(("struct ", "union ", "void", "char")) and \
+                not pointee_canon.endswith("*"):
+            param.direction = "buffer"
+        else:
+            param.direction = "out"
+        if param.direction in ("out", "inout"):
+            param.pointee = h.gen.visit(h.strip_name(target)).strip()
+            # null only for a struct or union the call writes; a handle is a pointer ('p')
+            is_record = pointee_canon.startswith(("struct ", "union ")) and \
+                not pointee_canon.endswith("*")
+            param.pointee_code = None if is_record else h.code_of(target)
 
 
 def check_overrides(eps: list[EntryPoint]) -> None:
@@ -758,8 +772,9 @@ def find_record(h: Headers, tag: str):
 # Record layouts (sizes and offsets of structs and unions on 64-bit Linux)
 
 SCALAR_SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
-                "int": 4, "unsigned int": 4, "unsigned": 4, "long": 8, "unsigned long": 8,
-                "long long": 8, "long long int": 8, "unsigned long long": 8,
+                "int": 4, "signed int": 4, "unsigned int": 4, "unsigned": 4, "long": 8,
+                "unsigned long": 8, "long long": 8, "long long int": 8, "signed long long": 8,
+                "unsigned long long": 8,
                 "unsigned long long int": 8, "float": 4, "double": 8}
 
 
@@ -823,6 +838,8 @@ class RecordLayouts:
         """Value of an integer constant expression such as `8 - sizeof(CUlaunchAttributeID)`."""
         if isinstance(node, c_ast.Constant):
             return int(node.value.rstrip("uUlL"), 0)
+        if isinstance(node, c_ast.ID) and node.name in getattr(self.h, "enumerators", {}):
+            return self.h.enumerators[node.name]     # an enumerator (nvml.h: NVML_GPM_METRIC_MAX)
         if isinstance(node, c_ast.UnaryOp) and node.op == "sizeof":
             return self.value_layout(node.expr, where)[0]
         if isinstance(node, c_ast.UnaryOp) and node.op in ("-", "+", "~"):
@@ -1155,12 +1172,14 @@ class Node:
     parent: str | None
     own: list[str]          # own-API symbols, listed by hand
     forwarders: list[str]   # the symbols of its generated region, as abi.map has them now
+    # the forwarders of each library family (region "<family> <node>"), as abi.map has them
+    families: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 def read_abi_map() -> list[Node]:
     """The version nodes of abi.map, oldest first."""
     nodes: list[Node] = []
-    current, region, local = None, False, False
+    current, region, local = None, None, False
     for number, line in enumerate(ABI_MAP.read_text().splitlines(), start=1):
         text = line.strip()
         m = re.match(r"^([A-Za-z_][\w.]*)\s*\{$", text)
@@ -1175,10 +1194,15 @@ def read_abi_map() -> list[Node]:
             continue
         if current is None or not text:
             continue
-        if text.startswith("# BEGIN GENERATED forwarders"):
-            region = True
-        elif text.startswith("# END GENERATED forwarders"):
-            region = False
+        m = re.match(r"^# (BEGIN|END) GENERATED (\S+) (\S+)", text)
+        if m:
+            # the driver's forwarders (region "forwarders"), or a library family's
+            if m.group(3) != current.name:
+                raise GeneratorError(f"abi.map:{number}: the region {m.group(2)} {m.group(3)} "
+                                     f"is inside the node {current.name}")
+            region = m.group(2) if m.group(1) == "BEGIN" else None
+            if region is not None and region != "forwarders":
+                current.families.setdefault(region, [])
         elif text.startswith("#") or text == "global:":
             continue
         elif text == "local:":
@@ -1187,7 +1211,12 @@ def read_abi_map() -> list[Node]:
             m = re.match(r"^(\w+);$", text)
             if not m:
                 raise GeneratorError(f"abi.map:{number}: not a symbol line: {text!r}")
-            (current.forwarders if region else current.own).append(m.group(1))
+            if region == "forwarders":
+                current.forwarders.append(m.group(1))
+            elif region is not None:
+                current.families[region].append(m.group(1))
+            else:
+                current.own.append(m.group(1))
     if not nodes:
         raise GeneratorError("abi.map has no version node")
     for older, newer in zip([None] + nodes, nodes):
@@ -1197,13 +1226,16 @@ def read_abi_map() -> list[Node]:
     return nodes
 
 
-def assign_nodes(eps: list["EntryPoint"], nodes: list[Node]) -> None:
+def assign_nodes(eps: list["EntryPoint"], nodes: list[Node], region=None) -> None:
     """Each entry point keeps the node abi.map already gives it; a new one joins the newest
     node. Slots are numbered in node order, then by name, so adding entry points to a new
-    node never moves an existing one."""
+    node never moves an existing one. `region(node)` is the node's region of abi.map that
+    `eps` live in: the driver's forwarders (the default), or a library family's, whose slots
+    are numbered apart."""
+    region = region or (lambda node: node.forwarders)
     by_symbol = {f"cuabi_{ep.name}": ep for ep in eps}
     for node in nodes:
-        for symbol in node.forwarders:
+        for symbol in region(node):
             if symbol not in by_symbol:
                 raise GeneratorError(f"abi.map's {node.name} exports {symbol}, which the headers "
                                      "no longer declare: a released symbol is never removed")
@@ -1260,7 +1292,7 @@ def same_abi(old: EntryPoint, new: EntryPoint) -> bool:
                                   new.version, new.ptds_version)
 
 
-def merge_nodes(per_node: list[tuple["Node", list[EntryPoint]]]) -> list[EntryPoint]:
+def merge_nodes(per_node: list[tuple["Node", list[EntryPoint]]], region=None) -> list[EntryPoint]:
     """The entry points of every node, each taken from its own node's headers.
 
     A node exports what its headers declare beyond the older nodes. A name an older node
@@ -1269,7 +1301,9 @@ def merge_nodes(per_node: list[tuple["Node", list[EntryPoint]]]) -> list[EntryPo
     entry point named as that symbol (cuabi_cuFoo_v2), which the compat cuda.h maps the name
     to, as the toolkit's does (docs/abi.md, "New versions of existing functions"). A node that
     is not the newest is released: its region of abi.map must be exactly what its headers give.
+    `region(node)` is that region: the driver's forwarders (the default) or a family's.
     """
+    region = region or (lambda node: node.forwarders)
     merged: list[EntryPoint] = []
     by_name: dict[str, EntryPoint] = {}
     for i, (node, eps) in enumerate(per_node):
@@ -1293,13 +1327,13 @@ def merge_nodes(per_node: list[tuple["Node", list[EntryPoint]]]) -> list[EntryPo
             by_name[ep.name] = ep
             merged.append(ep)
         if i + 1 < len(per_node):
-            have = sorted(f"cuabi_{ep.name}" for ep in added)
-            if have != sorted(node.forwarders):
+            have, listed = sorted(f"cuabi_{ep.name}" for ep in added), sorted(region(node))
+            if have != listed:
                 raise GeneratorError(
                     f"{node.name} is released, but its headers now give other forwarders than "
                     f"abi.map lists: only from the headers "
-                    f"{sorted(set(have) - set(node.forwarders))[:5]}, only in abi.map "
-                    f"{sorted(set(node.forwarders) - set(have))[:5]}; a released node never "
+                    f"{sorted(set(have) - set(listed))[:5]}, only in abi.map "
+                    f"{sorted(set(listed) - set(have))[:5]}; a released node never "
                     "changes (NODE_CUDA_VERSIONS names its headers)")
     return merged
 
@@ -1655,16 +1689,18 @@ def write_forwarders_c(eps: list[EntryPoint], ver: str) -> str:
     return "".join(out)
 
 
-def write_abi_map(eps: list[EntryPoint], nodes: list[Node]) -> str:
-    """abi.map with each node's forwarders region rewritten (the rest is hand-owned)."""
-    text = None
+def write_abi_map(eps: list[EntryPoint], nodes: list[Node],
+                  families: list[tuple[str, list[EntryPoint]]] = ()) -> str:
+    """abi.map with each node's forwarders region, and each library family's region of it,
+    rewritten (the rest is hand-owned)."""
+    text = (REPO / "abi.map").read_text()
     for node in nodes:
-        names = sorted(ep.name for ep in eps if ep.node == node.name)
-        body = "".join(f"    cuabi_{name};\n" for name in names)
-        if text is None:
-            text = with_region("abi.map", f"forwarders {node.name}", body, ("    #", ""))
-        else:
-            text = with_region_text(text, "abi.map", f"forwarders {node.name}", body, ("    #", ""))
+        for region, its in [("forwarders", eps)] + list(families):
+            if region != "forwarders" and region not in node.families:
+                continue
+            names = sorted(ep.name for ep in its if ep.node == node.name)
+            body = "".join(f"    cuabi_{name};\n" for name in names)
+            text = with_region_text(text, "abi.map", f"{region} {node.name}", body, ("    #", ""))
     return text
 
 
@@ -1779,7 +1815,7 @@ def param_json(p: Param) -> dict:
 
 def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
                result_codes: list[dict], own_api: list[dict], records: dict[str, dict],
-               for_bindings: dict[str, dict], ver: str) -> str:
+               for_bindings: dict[str, dict], ver: str, families: dict | None = None) -> str:
     enums = dict(enums)
     enums["CUresult"] = dict(enums["CUresult"], **{c["name"]: c["value"] for c in result_codes})
     table = {
@@ -1816,8 +1852,890 @@ def write_json(eps: list[EntryPoint], enums, defines_json, cuda_version: int,
         "defines": defines_json,
         "records": records,
         **for_bindings,
+        **({"families": families} if families is not None else {}),
     }
     return json.dumps(table, indent=1, sort_keys=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# Library families (docs/families.md): NVRTC, nvJitLink, NVVM and NVML. Each is one row of
+# FAMILIES; from its first node on, each version node's forwarders of a family come from that
+# node's CUDA version's header of the family, in a region of abi.map of its own ("nvrtc
+# CUABI_1.1"), with slots numbered apart (one slot array per family). Everything of a family
+# is written from its row and its headers: its types header, its compat header, its forwarder
+# file, its rows of the family table, the trace wrappers, and its part of driver_api.json.
+
+# Where the toolkit puts NVRTC and nvJitLink, after the system's own search ($VAR: a folder an
+# environment variable names, searched only when it is an absolute path).
+TOOLKIT_FOLDERS = ("$CUDA_HOME/lib64", "$CUDA_PATH/lib64", "/usr/local/cuda/lib64")
+# The driver's folders (loader/loader.c), where NVML comes with the driver.
+DRIVER_FOLDERS = "@driver"
+
+# What a family's functions answer when its library cannot be used: one value per condition,
+# cuabi's own code of the same name unless the family's result type has its own value for it.
+CONDITIONS = ("library_missing", "library_too_old", "function_missing", "bad_environment")
+OWN_ANSWERS = {"library_missing": "CUABI_ERROR_LIBRARY_MISSING",
+               "library_too_old": "CUABI_ERROR_LIBRARY_TOO_OLD",
+               "function_missing": "CUABI_ERROR_FUNCTION_MISSING",
+               "bad_environment": "CUABI_ERROR_BAD_ENVIRONMENT"}
+
+
+@dataclass(frozen=True)
+class Family:
+    key: str                    # "nvrtc": its regions of abi.map, its files, its C identifiers
+    library_id: int             # its CUABI_LIBRARY_* number in cuabi.h (0 is the driver)
+    title: str                  # how reports and documents name it
+    header: str                 # NVIDIA's header, which its compat header stands in for
+    guard: str                  # the include guard that header defines
+    includes: tuple[str, ...]   # what that header includes (the compat header does the same)
+    result: str                 # the result type of its functions
+    env: str                    # the environment variable that names its library
+    sonames: tuple[str, ...]    # searched in this order
+    folders: tuple[str, ...]    # searched after the system's own search
+    version_function: str | None  # NAME(int *major, int *minor), called on a library opened
+    minimum: tuple[int, int]    # the oldest version accepted, as version_function says it
+    version_is_cuda: bool       # whether that version is a CUDA version (13.0), or its own
+    required: tuple[str, ...]   # functions whose symbols an acceptable library exports
+    error_string: str | None    # its code -> text function (lib/family_wrapped.c wraps it)
+    error_string_gives: str     # what that function answers: "name" or "text"
+    answers: dict               # condition -> the value its functions return for it
+    install: str                # what to install, for the advice of its report
+    defines: tuple[str, ...] = ()   # how its header is read (the preprocessor's -D)
+    versioned: str | None = None    # a versioned symbol's name: group 1 the user's name
+    first_node: str = "CUABI_1.1"   # the node its forwarders start in
+    # function-like macros of the header that cuabi's own headers define too, written here
+    macros: tuple[str, ...] = ()
+    # those cuabi's headers do not define (helpers that user code may spell out itself)
+    macros_left_out: tuple[str, ...] = ()
+
+
+FAMILIES = (
+    Family("nvrtc", 1, "NVRTC", "nvrtc.h", "__NVRTC_H__", ("stdlib.h",), "nvrtcResult",
+           "CUABI_LIBNVRTC", ("libnvrtc.so.13", "libnvrtc.so.12"), TOOLKIT_FOLDERS,
+           "nvrtcVersion", (12, 0), True, ("nvrtcVersion",), "nvrtcGetErrorString", "name",
+           OWN_ANSWERS, "NVRTC (pip install nvidia-cuda-nvrtc, or the CUDA toolkit)"),
+    # nvJitLink's functions are versioned symbols (__nvJitLinkCreate_13_5) behind its header's
+    # inline functions of the names user code writes.
+    Family("nvjitlink", 2, "nvJitLink", "nvJitLink.h", "nvJitLink_INCLUDED",
+           ("stdint.h", "stdlib.h"), "nvJitLinkResult", "CUABI_LIBNVJITLINK",
+           ("libnvJitLink.so.13", "libnvJitLink.so.12"), TOOLKIT_FOLDERS,
+           "nvJitLinkVersion", (13, 0), True, ("nvJitLinkCreate",), None, "",
+           OWN_ANSWERS, "nvJitLink of CUDA 13 (pip install nvidia-nvjitlink, or the CUDA toolkit)",
+           versioned=r"__(nvJitLink\w+?)_(\d+)_(\d+)"),
+    Family("nvvm", 3, "NVVM", "nvvm.h", "NVVM_H", ("stdlib.h",), "nvvmResult", "CUABI_LIBNVVM",
+           ("libnvvm.so.4",),
+           ("$CUDA_HOME/nvvm/lib64", "$CUDA_PATH/nvvm/lib64", "/usr/local/cuda/nvvm/lib64")
+           + TOOLKIT_FOLDERS,
+           "nvvmVersion", (2, 0), False, ("nvvmVersion",), "nvvmGetErrorString", "name",
+           OWN_ANSWERS, "NVVM (pip install nvidia-nvvm, or the CUDA toolkit)"),
+    Family("nvml", 4, "NVML", "nvml.h", "__nvml_nvml_h__", (), "nvmlReturn_t", "CUABI_LIBNVML",
+           ("libnvidia-ml.so.1",), (DRIVER_FOLDERS,), None, (0, 0), False, ("nvmlInit",),
+           "nvmlErrorString", "text",
+           dict(OWN_ANSWERS, library_missing="NVML_ERROR_LIBRARY_NOT_FOUND",
+                function_missing="NVML_ERROR_FUNCTION_NOT_FOUND"),
+           "the NVIDIA driver (it provides libnvidia-ml.so.1)",
+           macros=("#define NVML_STRUCT_VERSION(data, ver) "
+                   "((unsigned int)(sizeof(nvml##data##_v##ver##_t) | ((unsigned int)(ver) << 24U)))",),
+           macros_left_out=("DEPRECATED", "NVML_DEVICE_PCI_BUS_ID_FMT_ARGS",
+                            "NVML_GPU_FABRIC_HEALTH_GET", "NVML_GPU_FABRIC_HEALTH_TEST",
+                            "NVML_CUDA_DRIVER_VERSION_MAJOR", "NVML_CUDA_DRIVER_VERSION_MINOR",
+                            "NVML_NVLINK_ERROR_COUNTER_BER_GET", "NVML_255_MASK_BIT_SET",
+                            "NVML_255_MASK_BIT_GET", "NVML_255_MASK_BIT_SET_PTR",
+                            "NVML_255_MASK_BIT_GET_PTR", "NVML_POWER_SMOOTHING_IDX_FROM_FIELD_VAL",
+                            "NVML_POWER_SMOOTHING_IDX_FROM_FIELD_VAL_DEPRECATED")),
+)
+
+# Pointer parameters of the families that the direction rule (docs/generator.md) gets wrong:
+# arrays the caller provides, with their length beside them, and capacities the call
+# overwrites with a count.
+# (NVML's: every function with a pointer to a count beside an array, read one by one.)
+FAMILY_BUFFER_POINTERS = {
+    ("nvrtcGetSupportedArchs", "supportedArchs"),
+    # arrays of option strings, which NVVM's header declares without const
+    ("nvvmCompileProgram", "options"), ("nvvmVerifyProgram", "options"),
+    # arrays of handles and integers the caller provides, their length in a count beside them
+    ("nvmlSystemGetTopologyGpuSet", "deviceArray"), ("nvmlUnitGetDevices", "devices"),
+    ("nvmlDeviceGetTopologyNearestGpus", "deviceArray"),
+    ("nvmlDeviceGetSupportedMemoryClocks", "clocksMHz"),
+    ("nvmlDeviceGetSupportedGraphicsClocks", "clocksMHz"),
+    ("nvmlDeviceGetAccountingPids", "pids"), ("nvmlVgpuInstanceGetAccountingPids", "pids"),
+    ("nvmlDeviceGetRetiredPages", "addresses"), ("nvmlDeviceGetRetiredPages_v2", "addresses"),
+    ("nvmlDeviceGetRetiredPages_v2", "timestamps"),
+    ("nvmlDeviceGetSupportedVgpus", "vgpuTypeIds"), ("nvmlDeviceGetCreatableVgpus", "vgpuTypeIds"),
+    ("nvmlDeviceGetActiveVgpus", "vgpuInstances"), ("nvmlDeviceGetGpuInstances", "gpuInstances"),
+    ("nvmlGpuInstanceGetComputeInstances", "computeInstances"),
+}
+FAMILY_INOUT_POINTERS = {
+    # a handle the call destroys and sets to NULL
+    ("nvrtcDestroyProgram", "prog"), ("nvvmDestroyProgram", "prog"),
+    ("nvJitLinkDestroy", "handle"),
+    # an array's capacity in, the count written out
+    ("nvmlSystemGetHicVersion", "hwbcCount"), ("nvmlSystemGetTopologyGpuSet", "count"),
+    ("nvmlUnitGetDevices", "deviceCount"), ("nvmlDeviceGetTopologyNearestGpus", "count"),
+    ("nvmlDeviceGetSupportedMemoryClocks", "count"),
+    ("nvmlDeviceGetSupportedGraphicsClocks", "count"),
+    ("nvmlDeviceGetEncoderSessions", "sessionCount"), ("nvmlDeviceGetFBCSessions", "sessionCount"),
+    ("nvmlDeviceGetComputeRunningProcesses", "infoCount"),
+    ("nvmlDeviceGetGraphicsRunningProcesses", "infoCount"),
+    ("nvmlDeviceGetMPSComputeRunningProcesses", "infoCount"),
+    ("nvmlDeviceGetSamples", "sampleCount"), ("nvmlDeviceGetAccountingPids", "count"),
+    ("nvmlDeviceGetRetiredPages", "pageCount"), ("nvmlDeviceGetRetiredPages_v2", "pageCount"),
+    ("nvmlDeviceGetProcessUtilization", "processSamplesCount"),
+    ("nvmlDeviceGetSupportedVgpus", "vgpuCount"), ("nvmlDeviceGetCreatableVgpus", "vgpuCount"),
+    ("nvmlVgpuTypeGetClass", "size"), ("nvmlVgpuTypeGetName", "size"),
+    ("nvmlDeviceGetActiveVgpus", "vgpuCount"),
+    ("nvmlVgpuInstanceGetEncoderSessions", "sessionCount"),
+    ("nvmlVgpuInstanceGetFBCSessions", "sessionCount"), ("nvmlVgpuInstanceGetGpuPciId", "length"),
+    ("nvmlVgpuInstanceGetMetadata", "bufferSize"), ("nvmlDeviceGetVgpuMetadata", "bufferSize"),
+    ("nvmlDeviceGetPgpuMetadataString", "bufferSize"),
+    ("nvmlDeviceGetVgpuUtilization", "vgpuInstanceSamplesCount"),
+    ("nvmlDeviceGetVgpuProcessUtilization", "vgpuProcessSamplesCount"),
+    ("nvmlVgpuInstanceGetAccountingPids", "count"),
+    ("nvmlDeviceGetGpuInstancePossiblePlacements", "count"),
+    ("nvmlGpuInstanceGetComputeInstancePossiblePlacements", "count"),
+    ("nvmlDeviceGetGpuInstances", "count"), ("nvmlGpuInstanceGetComputeInstances", "count"),
+}
+
+
+@dataclass
+class FamilyHeaders:
+    """One CUDA version's header of one family, parsed."""
+    family: Family
+    cuda_version: int
+    path: Path
+    d: Declarations
+    functions: list
+    macros: dict[str, str]      # every object-like macro after the header, as -dM gives it
+    function_macros: list[str]  # the names of the function-like macros its text defines
+    defines: list[str]          # the object-like macros its text defines, in order
+
+
+def read_family_headers(fam: Family, cuda_version: int, path: Path) -> FamilyHeaders | None:
+    """The family's header in `path` (None when that folder has none)."""
+    header = path / fam.header
+    if not header.is_file():
+        return None
+    probe = f"#include <{fam.header}>\n"
+    d = Declarations(preprocess(path, probe, list(fam.defines)))
+
+    def ours(ext) -> bool:
+        return ext.coord is not None and bool(ext.coord.file) and Path(ext.coord.file).name == fam.header
+
+    functions = [ext for ext in d.ast.ext if ours(ext) and isinstance(ext, c_ast.Decl)
+                 and isinstance(ext.type, c_ast.FuncDecl)]
+    # (nvJitLink.h's inline functions, c_ast.FuncDef, are neither types nor functions it exports)
+    d.type_decls = [ext for ext in d.ast.ext if ours(ext) and ext not in functions
+                    and not isinstance(ext, c_ast.FuncDef)]
+    d.enumerators = {}
+    for values in enum_values(d).values():
+        d.enumerators.update(values)
+    macros = {}
+    for line in preprocess(path, probe, list(fam.defines) + ["-dM"]).splitlines():
+        m = re.match(r"#define ([A-Za-z_]\w*)(\()? ?(.*)$", line)
+        if m and not m.group(2):
+            macros[m.group(1)] = m.group(3).strip()
+    defines, function_macros = [], []
+    for line in header.read_text().splitlines():
+        m = DEFINE_LINE.match(line)
+        if not m or m.group(1) == fam.guard:
+            continue
+        target = function_macros if m.group(2) == "(" else defines
+        if m.group(1) not in target:
+            target.append(m.group(1))
+    return FamilyHeaders(fam, cuda_version, path, d, functions, macros, function_macros, defines)
+
+
+def family_entry_points(fh: FamilyHeaders) -> list[EntryPoint]:
+    """The functions one header of a family declares, under the names user code writes.
+
+    NVIDIA's nvml.h maps some names to versioned symbols (#define nvmlInit nvmlInit_v2) and
+    declares only the symbols: the function is named as user code writes it and ends at the
+    symbol, as the driver's are (cuMemAlloc at cuMemAlloc_v2). nvJitLink.h declares versioned
+    symbols (__nvJitLinkCreate_13_5) and, around each, an inline function of the name user code
+    writes (nvJitLinkCreate): the function is named so, with the symbol's parameter list (the
+    ABI; CUDA 13.5's inline function takes `const char **options` where the symbol takes
+    `const char * const *`, to which a `const char **` converts)."""
+    fam, d = fh.family, fh.d
+    declared = {f.name: f for f in fh.functions}
+    user_name = {}
+    for macro, value in fh.macros.items():
+        if value in declared and macro not in declared and \
+                re.fullmatch(re.escape(macro) + r"_v\d+", value):
+            user_name[value] = macro
+    for f in fh.functions:
+        m = re.fullmatch(fam.versioned, f.name) if fam.versioned else None
+        if m:
+            user_name[f.name] = m.group(1)
+    eps = []
+    for decl in fh.functions:
+        name = user_name.get(decl.name, decl.name)
+        symbol = decl.name
+        params = []
+        raw = decl.type.args.params if decl.type.args else []
+        for i, p in enumerate(raw):
+            if d.canonical(p) == "void":
+                continue
+            code = d.code_of(p)
+            if code == "?":
+                raise GeneratorError(f"{name}: no signature letter for {d.c_type(p)}")
+            params.append(Param(name=p.name or f"arg{i}", decl=d.c_decl(p), type=d.c_type(p),
+                                code=code))
+        returns = d.gen.visit(decl.type.type).strip()
+        if returns != fam.result and name != fam.error_string:
+            raise GeneratorError(f"{fam.header}: {name} returns {returns}, not {fam.result}")
+        if symbol == name:
+            source = f"{fam.header} of CUDA {cuda_version_text(fh.cuda_version)}: exported as {symbol}"
+        else:
+            source = (f"{fam.header} of CUDA {cuda_version_text(fh.cuda_version)} makes {name} "
+                      f"call {symbol}")
+        ep = EntryPoint(name=name, params=params, driver_name=symbol, symbol=symbol,
+                        ptds_symbol=symbol, version=fh.cuda_version,
+                        ptds_version=fh.cuda_version, version_source=source,
+                        ptds_source="same as legacy: no per-thread variant",
+                        canonical=d.param_list(decl.type), family=fam.key,
+                        returns=(returns, "p" if returns.endswith("*") else "I"))
+        classify_params(d, ep, decl, FAMILY_BUFFER_POINTERS, FAMILY_INOUT_POINTERS)
+        eps.append(ep)
+    return eps
+
+
+def pin_family(fam: Family, eps: list[EntryPoint], older: list[FamilyHeaders]) -> None:
+    """A versioned symbol is pinned to the oldest header set that declares the function's
+    versioned symbol with the same parameter list (__nvJitLinkCreate_13_0: CUDA 13.5's
+    library exports every 13.x version of each symbol, CUDA 13.0's only _13_0), so that a
+    library as old as that CUDA version serves it; `older` are the header sets older than the
+    node's, oldest first. Other symbols are their own pin."""
+    if not fam.versioned:
+        return
+    older_eps = [(fh, {ep.name: ep for ep in family_entry_points(fh)}) for fh in older]
+    for ep in eps:
+        if ep.symbol == ep.name:
+            continue
+        for fh, by_name in older_eps:
+            old = by_name.get(ep.name)
+            if old is not None and old.symbol != old.name and old.canonical == ep.canonical:
+                ep.driver_name = old.symbol
+                ep.version = ep.ptds_version = fh.cuda_version
+                ep.version_source = (f"{fam.header} of CUDA {cuda_version_text(fh.cuda_version)} "
+                                     f"declares {old.symbol} with the same parameters (CUDA "
+                                     f"{cuda_version_text(max(NODE_CUDA_VERSIONS.values()))}'s "
+                                     f"calls {ep.symbol})")
+                break
+
+
+def family_answers(fam: Family, enums: dict, result_codes: list[dict]) -> dict[str, dict]:
+    """condition -> {"name", "value"} of what the family's functions return for it."""
+    own = {c["name"]: c["value"] for c in result_codes}
+    values = enums.get(fam.result, {})
+    out = {}
+    for condition in CONDITIONS:
+        name = fam.answers[condition]
+        if name in own:
+            out[condition] = {"name": name, "value": own[name], "own": True}
+        elif name in values:
+            out[condition] = {"name": name, "value": values[name], "own": False}
+        else:
+            raise GeneratorError(f"{fam.key}: its answer {name} is neither one of cuabi's result "
+                                 f"codes nor an enumerator of {fam.result}")
+    return out
+
+
+def family_constants(fh: FamilyHeaders, eps: list[EntryPoint]) -> list[tuple[str, str]]:
+    """The object-like macros of a family's header that its types header defines too, with
+    their definitions: not the guard, and not the macros that map a function's name to its
+    symbol (those are the compat header's)."""
+    functions = {ep.name for ep in eps} | {ep.symbol for ep in eps}
+    out = []
+    for name in fh.defines:
+        if name not in fh.macros:
+            continue
+        value = fh.macros[name]
+        if value in functions or name in functions:
+            continue
+        out.append((name, value))
+    return out
+
+
+def family_renames(fh: FamilyHeaders, eps: list[EntryPoint]) -> dict[str, str]:
+    """Every name user code may call a family's function by -> the function: its own name,
+    its symbol (nvmlInit_v2, __nvJitLinkCreate_13_5), and the other names the header's macros
+    give it (nvmlGetBlacklistDeviceCount for nvmlGetExcludedDeviceCount)."""
+    names = {ep.name: ep.name for ep in eps}
+    for ep in eps:
+        names.setdefault(ep.symbol, ep.name)
+    by_symbol = {ep.symbol: ep.name for ep in eps}
+    for macro, value in fh.macros.items():
+        if value in by_symbol and macro not in names and macro in fh.defines:
+            names[macro] = by_symbol[value]
+    return dict(sorted(names.items()))
+
+
+def family_note(fam: Family, ver: str) -> str:
+    return (f"{fam.title} through cuabi: the types and constants of {fam.title}'s {fam.header} "
+            f"(CUDA {ver})\n * under NVIDIA's names, and cuabi_<name> for each of its functions, "
+            f"which loads {fam.title} on\n * its first call (docs/families.md).")
+
+
+def single_declarators(decls: list) -> list:
+    """`decls` with every struct, union or enum defined once: a header's `typedef struct X
+    {...} A, B;` comes out of the parser as two typedefs of the whole definition, and is
+    written as the first and then `typedef struct X B;` (`typedef A B;` for an unnamed one)."""
+    seen: dict = {}
+    out = []
+    for ext in decls:
+        inner = ext.type.type if isinstance(ext, c_ast.Typedef) and \
+            isinstance(ext.type, c_ast.TypeDecl) else None
+        body = isinstance(inner, (c_ast.Struct, c_ast.Union)) and inner.decls is not None or \
+            isinstance(inner, c_ast.Enum) and inner.values is not None
+        if not body:
+            out.append(ext)
+            continue
+        key = (type(inner).__name__, inner.name, inner.coord.line if inner.coord else 0,
+               inner.coord.column if inner.coord else 0)
+        if key not in seen:
+            seen[key] = ext.name
+            out.append(ext)
+            continue
+        ext = copy.deepcopy(ext)
+        if inner.name:
+            ref = copy.deepcopy(inner)
+            if isinstance(ref, c_ast.Enum):
+                ref.values = None
+            else:
+                ref.decls = None
+            ext.type.type = ref
+        else:
+            ext.type.type = c_ast.IdentifierType([seen[key]])
+        out.append(ext)
+    return out
+
+
+def write_family_types(fh: FamilyHeaders, eps: list[EntryPoint], answers: dict, ver: str) -> str:
+    fam, d = fh.family, fh.d
+    guard = f"CUABI_{fam.key.upper()}_H"
+    out = [banner("c", ver),
+           f"/* {family_note(fam, ver)}\n"
+           f" * Code written for NVIDIA's {fam.header}: include/cuabi/compat/{fam.header}. */\n",
+           f"#ifndef {guard}\n#define {guard}\n\n",
+           f"/* NVIDIA's {fam.header} came first: the two declare the same types, and the rest\n"
+           " * of this file is skipped so that this error is the only one. */\n"
+           f"#if defined({fam.guard})\n"
+           f"#error \"NVIDIA's {fam.header} was included before cuabi/{fam.key}.h; include "
+           f"<cuabi/{fam.key}.h> first (or alone), or put include/cuabi/compat on the include "
+           f"path so that <{fam.header}> is cuabi's\"\n#else\n\n",
+           f"/* NVIDIA's {fam.header}, included after this file, adds nothing: every type and "
+           "constant\n * it declares is declared here under the same name. */\n"
+           f"#define {fam.guard}\n\n",
+           "#include <stddef.h>\n#include <stdint.h>\n\n",
+           "#if !defined(__LP64__) && !defined(_WIN64)\n"
+           "#error \"cuabi's headers describe 64-bit targets only; build for a 64-bit target\"\n"
+           "#endif\n\n",
+           "#ifndef CUABI_API\n#if defined(__GNUC__) || defined(__clang__)\n"
+           "#define CUABI_API __attribute__((visibility(\"default\")))\n#else\n"
+           "#define CUABI_API\n#endif\n#endif\n\n",
+           "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"]
+    constants = family_constants(fh, eps)
+    for name, value in constants:
+        out.append(f"#define {name} {value}".rstrip() + "\n")
+    for text in fam.macros:
+        out.append(text + "\n")
+    if constants or fam.macros:
+        out.append("\n")
+    nested = any(nested_anonymous_types(ext) for ext in d.type_decls)
+    if nested:
+        out.append("#if defined(__cplusplus) && defined(__clang__)\n#pragma clang diagnostic push\n"
+                   "#pragma clang diagnostic ignored \"-Wnested-anon-types\"\n#endif\n\n")
+    for ext in single_declarators(d.type_decls):
+        out.append(d.gen.visit(without_sign_shifts(d, ext)) + ";\n\n")
+    if nested:
+        out.append("#if defined(__cplusplus) && defined(__clang__)\n#pragma clang diagnostic pop\n"
+                   "#endif\n\n")
+    out.append(f"/* What cuabi_<name> returns when {fam.title} cannot be used; "
+               f"cuabi_library_report(CUABI_LIBRARY_{fam.key.upper()})\n"
+               " * says why (docs/families.md, \"Result codes\"). */\n")
+    for condition in CONDITIONS:
+        a = answers[condition]
+        out.append(f"#define CUABI_{fam.key.upper()}_{condition.upper()} (({fam.result}){a['value']})"
+                   f" /* {a['name']} */\n")
+    out.append("\n")
+    for ep in sorted(eps, key=lambda e: e.name):
+        params = ", ".join(p.decl for p in ep.params) or "void"
+        ret = ep.returns[0]
+        out.append(f"CUABI_API {ret}{'' if ret.endswith('*') else ' '}cuabi_{ep.name}({params});\n")
+    out.append("\n#ifdef __cplusplus\n}\n#endif\n\n"
+               f"#endif /* NVIDIA's {fam.header} came first */\n#endif /* {guard} */\n")
+    return "".join(out)
+
+
+def write_family_compat(fh: FamilyHeaders, eps: list[EntryPoint], ver: str) -> str:
+    fam = fh.family
+    guard = f"CUABI_COMPAT_{re.sub(r'[^A-Za-z0-9]', '_', fam.header).upper()}"
+    out = [banner("c", ver),
+           f"/* A drop-in {fam.header} for code written for NVIDIA's: compile with\n"
+           " * -I<prefix>/include/cuabi/compat -I<prefix>/include and link with -lcuabi alone.\n"
+           f" * Every {fam.title} function becomes a call of cuabi_<name>, which loads "
+           f"{fam.title} at run\n * time (docs/families.md). */\n",
+           f"#ifndef {guard}\n#define {guard}\n\n",
+           f"#if defined({fam.guard}) && !defined(CUABI_{fam.key.upper()}_H)\n"
+           f"#error \"NVIDIA's {fam.header} was included before cuabi's compat {fam.header}; "
+           "put include/cuabi/compat ahead of NVIDIA's folders on the include path\"\n#else\n\n"]
+    if fam.includes:
+        out.append(f"/* NVIDIA's {fam.header} includes these; code may rely on them. */\n")
+        out += [f"#include <{name}>\n" for name in fam.includes]
+        out.append("\n")
+    if fam.key == "nvml":
+        out.append("#if defined(NVML_NO_UNVERSIONED_FUNC_DEFS)\n"
+                   "#error \"NVML_NO_UNVERSIONED_FUNC_DEFS is not supported: cuabi exports the "
+                   "functions of CUDA 13.5's nvml.h, with the versions its names map to\"\n"
+                   "#endif\n\n")
+    out.append(f"#include <cuabi/{fam.key}.h>\n\n")
+    for name, target in family_renames(fh, eps).items():
+        out.append(f"#define {name} cuabi_{target}\n")
+    out.append(f"\n#endif /* NVIDIA's {fam.header} came first */\n#endif /* {guard} */\n")
+    return "".join(out)
+
+
+def write_family_forwarders(fam: Family, eps: list[EntryPoint], ver: str) -> str:
+    """lib/forwarders_<family>.c: as lib/forwarders.c, with the family's slots."""
+    out = [banner("c", ver),
+           f"/* The exported forwarders of {fam.title} ({fam.header}). Each resolves its function "
+           "on first use\n * through cuabi__family_resolve (lib/families.c), which keeps it in "
+           "the forwarder's slot,\n * and calls it. */\n\n",
+           "#include \"internal.h\"\n#include \"family_table.h\"\n\n"]
+    for ep in sorted(eps, key=lambda e: e.index):
+        types = ", ".join(p.type for p in ep.params) or "void"
+        params = ", ".join(p.decl for p in ep.params) or "void"
+        args = ", ".join(p.name for p in ep.params)
+        ret = ep.returns[0]
+        sep = "" if ret.endswith("*") else " "
+        pfn = f"cuabi__pfn_{ep.name}"
+        failed = "NULL" if ep.returns[1] == "p" else f"({ret})status"
+        if ep.name == fam.error_string:
+            head = f"CUABI_INTERNAL {ret}{sep}cuabi__forward_{ep.name}"
+        else:
+            head = f"CUABI_API {ret}{sep}cuabi_{ep.name}"
+        # (locals named so as not to clash with the headers' parameter names: NVML has `status`)
+        out.append(
+            f"\ntypedef {ret} (*{pfn})({types});\n"
+            f"static CUABI_COLD {ret}{sep}first_{ep.name}({params})\n"
+            "{\n"
+            "    void *cuabi__fn;\n"
+            f"    int cuabi__status = cuabi__family_resolve(CUABI_LIBRARY_{fam.key.upper()}, "
+            f"{ep.index}, &cuabi__fn);\n"
+            f"    return cuabi__status != 0 ? {failed.replace('status', 'cuabi__status')} : "
+            f"(({pfn})cuabi__fn)({args});\n"
+            "}\n"
+            f"{head}({params})\n"
+            "{\n"
+            f"    void *cuabi__fn = atomic_load_explicit(&cuabi__{fam.key}_slots[{ep.index}], "
+            "memory_order_acquire);\n"
+            "    if (CUABI_UNLIKELY(cuabi__fn == NULL))\n"
+            f"        return first_{ep.name}({args});\n"
+            f"    return (({pfn})cuabi__fn)({args});\n"
+            "}\n")
+    return "".join(out)
+
+
+def c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_family_table_h(per_family: list[tuple[Family, list[EntryPoint]]], ver: str) -> str:
+    out = [banner("c", ver),
+           "/* The library families' functions: how many each has, and their slots\n"
+           " * (lib/family_table.c). */\n"
+           "#ifndef CUABI_FAMILY_TABLE_H\n#define CUABI_FAMILY_TABLE_H\n\n",
+           "#include <cuabi/nvrtc.h>\n#include <cuabi/nvjitlink.h>\n#include <cuabi/nvvm.h>\n"
+           "#include <cuabi/nvml.h>\n\n"]
+    for fam, eps in per_family:
+        key = fam.key
+        out.append(f"#define CUABI__{key.upper()}_COUNT {len(eps)}\n"
+                   f"extern CUABI_INTERNAL _Atomic(void *) cuabi__{key}_slots[CUABI__{key.upper()}_COUNT];\n"
+                   f"extern CUABI_INTERNAL _Atomic(void *) cuabi__{key}_targets[CUABI__{key.upper()}_COUNT];\n"
+                   f"extern CUABI_INTERNAL _Atomic(int) cuabi__{key}_failures[CUABI__{key.upper()}_COUNT];\n\n")
+    out.append("#endif /* CUABI_FAMILY_TABLE_H */\n")
+    return "".join(out)
+
+
+def folder_list(fam: Family) -> list[str]:
+    return [] if fam.folders == (DRIVER_FOLDERS,) else list(fam.folders)
+
+
+def write_family_table_c(per_family: list[tuple[Family, list[EntryPoint]]],
+                         answers: dict[str, dict], ver: str) -> str:
+    """lib/family_table.c: each family's slots, its functions (name, the symbol asked of the
+    library, the CUDA version of the header it was pinned from) and what the loader and the
+    report need to know of it."""
+    out = [banner("c", ver), "#include \"internal.h\"\n#include \"family_table.h\"\n"]
+    for fam, eps in per_family:
+        key, up = fam.key, fam.key.upper()
+        out.append(f"\n/* ---- {fam.title} ---- */\n"
+                   f"_Atomic(void *) cuabi__{key}_slots[CUABI__{up}_COUNT];\n"
+                   f"_Atomic(void *) cuabi__{key}_targets[CUABI__{up}_COUNT];\n"
+                   f"_Atomic(int) cuabi__{key}_failures[CUABI__{up}_COUNT];\n"
+                   f"static const cuabi_family_function {key}_functions[CUABI__{up}_COUNT] = {{\n"
+                   "    /* name, symbol asked of the library, CUDA version of its header */\n")
+        for ep in sorted(eps, key=lambda e: e.index):
+            out.append(f"    {{ \"{ep.name}\", \"{ep.driver_name}\", {ep.version} }}, /* {ep.index} */\n")
+        out.append("};\n")
+        out.append(f"static const char *const {key}_sonames[] = {{ "
+                   + ", ".join(c_string(s) for s in fam.sonames) + " };\n")
+        folders = folder_list(fam)
+        if folders:
+            out.append(f"static const char *const {key}_folders[] = {{ "
+                       + ", ".join(c_string(f) for f in folders) + " };\n")
+        index = {ep.name: ep.index for ep in eps}
+        out.append(f"static const unsigned {key}_required[] = {{ "
+                   + ", ".join(f"{index[r]} /* {r} */" for r in fam.required) + " };\n")
+    out.append("\nconst cuabi_family_spec cuabi__family_specs[CUABI__FAMILY_COUNT] = {\n")
+    for fam, eps in per_family:
+        key, up = fam.key, fam.key.upper()
+        a = answers[key]
+        folders = folder_list(fam)
+        newest = max(NODE_CUDA_VERSIONS[ep.node] for ep in eps)
+        out.append(
+            "    {\n"
+            f"        CUABI_LIBRARY_{up}, \"{key}\", \"{fam.title}\", \"{fam.header}\", \"{fam.env}\",\n"
+            f"        {key}_sonames, {len(fam.sonames)}, "
+            f"{key + '_folders' if folders else 'NULL'}, {len(folders)}, "
+            f"{1 if fam.folders == (DRIVER_FOLDERS,) else 0},\n"
+            f"        {c_string(fam.version_function) if fam.version_function else 'NULL'}, "
+            f"{fam.minimum[0]}, {fam.minimum[1]}, {1 if fam.version_is_cuda else 0}, {newest},\n"
+            f"        {key}_required, {len(fam.required)},\n"
+            f"        {c_string(fam.install)},\n"
+            "        { " + ", ".join(f"{a[c]['value']} /* {a[c]['name']} */" for c in CONDITIONS)
+            + " },\n"
+            f"        CUABI__{up}_COUNT, cuabi__{key}_slots, cuabi__{key}_targets, "
+            f"cuabi__{key}_failures, {key}_functions,\n"
+            "    },\n")
+    out.append("};\n")
+    return "".join(out)
+
+
+def write_family_functions_h(per_family: list[tuple[Family, list[EntryPoint]]], ver: str) -> str:
+    """tests/generated/family_functions.h: per family, an X-macro list of its functions with
+    their parameters in fixed-size C types, from which the fake libraries define each symbol
+    and the pass-through test calls each forwarder."""
+    ctype = {"B": "uint8_t", "H": "uint16_t", "i": "int32_t", "I": "uint32_t", "q": "int64_t",
+             "Q": "uint64_t", "z": "size_t", "p": "void *", "f": "float", "d": "double"}
+    out = [banner("c", ver),
+           "/* CUABI_<FAMILY>_FUNCTIONS(X) for each library family: one\n"
+           " *   X(index, name, symbol, \"signature\", RETURN, (parameters), (0, FAKE_BITS_<letter>(a0), ...))\n"
+           " * per function, in slot order: RETURN is I (the family's result type) or p (a const char *);\n"
+           " * the parameters are a0, a1, ... in fixed-size C types, and the last list gives each\n"
+           " * one's bits (after a leading 0) through a macro the includer defines. */\n"]
+    for fam, eps in per_family:
+        out.append(f"\n#define CUABI_{fam.key.upper()}_FUNCTIONS(X) \\\n")
+        rows = []
+        for ep in sorted(eps, key=lambda e: e.index):
+            if any(p.code.startswith("{") for p in ep.params):
+                raise GeneratorError(f"{ep.name}: a struct passed by value; the fake libraries "
+                                     "have no form for it")
+            params = ", ".join(f"{ctype[p.code]}{'' if p.code == 'p' else ' '}a{i}"
+                               for i, p in enumerate(ep.params)) or "void"
+            bits = "".join(f", FAKE_BITS_{p.code}(a{i})" for i, p in enumerate(ep.params))
+            rows.append(f"    X({ep.index}, {ep.name}, {ep.driver_name}, \"{ep.signature}\", "
+                        f"{ep.returns[1]}, ({params}), (0{bits}))")
+        out.append(" \\\n".join(rows) + "\n")
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------------------
+# Tracing (docs/tracing.md): a wrapper per forwarder of every family, which the slots point
+# at while tracing is on, and how to decode each call's arguments (lib/trace.h).
+
+TRACE_KIND = {"i": "INT", "q": "INT", "B": "UINT", "H": "UINT", "I": "UINT", "Q": "UINT",
+              "z": "SIZE", "p": "POINTER", "f": "FLOAT", "d": "DOUBLE"}
+TRACE_BITS = {"i": "I", "q": "I", "B": "U", "H": "U", "I": "U", "Q": "U", "z": "U", "p": "P",
+              "f": "F", "d": "D"}
+TRACE_WIDTH = {"B": 1, "H": 2, "i": 4, "I": 4, "f": 4, "q": 8, "Q": 8, "z": 8, "p": 8, "d": 8}
+STRING_TYPES = {"const char *", "char const *"}
+STRING_ARRAY_TYPES = {"const char * const *", "const char **", "char const * const *",
+                      "const char *const *"}
+
+
+@dataclass
+class TraceLibrary:
+    """What the trace wrappers of one library need: its forwarders and its types."""
+    key: str                 # "driver", "nvrtc": the second field of a trace line
+    id_name: str             # CUABI_LIBRARY_DRIVER ...
+    eps: list[EntryPoint]
+    typedefs: dict           # the typedef table (typedef_table) of its headers
+    enums: dict              # its enums: name -> {enumerator: value}
+    records: dict            # its record layouts
+    result: str              # its result type
+    slots: str               # the C names of its slot and target arrays
+    targets: str
+    include: str             # the header declaring its types
+
+
+def trace_enum_of(lib: TraceLibrary, type_text: str) -> str | None:
+    """The key in lib.enums of the enum a parameter's type names, if it is one."""
+    t = lib.typedefs.get(type_text.strip())
+    if t is not None and t.get("kind") == "enum":
+        return t.get("enum")
+    return None
+
+
+class StringPool:
+    """Strings as offsets into one char array, so that the tables need no relocation."""
+
+    def __init__(self):
+        self.offsets: dict[str, int] = {}
+        self.size = 0
+
+    def __call__(self, text: str) -> int:
+        if text not in self.offsets:
+            self.offsets[text] = self.size
+            self.size += len(text.encode()) + 1
+        return self.offsets[text]
+
+    def c_array(self, name: str) -> str:
+        rows = "".join('    "' + text + '\\0"\n' for text in self.offsets) or '    ""\n'
+        return f"static const char {name}[{max(self.size, 1)}] =\n{rows.rstrip()};\n"
+
+
+def trace_param(lib: TraceLibrary, ep: EntryPoint, k: int, enum_index) -> tuple[str, str, int, int]:
+    """(kind, pointee, width, aux) of parameter k of ep (lib/trace.h)."""
+    p = ep.params[k]
+    kind, pointee, width, aux = TRACE_KIND.get(p.code, "STRUCT"), "NONE", 0, 0
+    type_text = re.sub(r"\s*\bconst$", "", re.sub(r"\s+", " ", p.type.strip()))
+    # a device address or flags, by value: in hex
+    hexed = p.code in "IQ" and ("deviceptr" in type_text.lower() or "flag" in p.name.lower())
+    if p.code.startswith("{"):
+        kind, aux = "STRUCT", lib.typedefs[type_text]["size"]
+    elif p.code in "IiQq" and trace_enum_of(lib, type_text):
+        kind, aux = "ENUM", enum_index(trace_enum_of(lib, type_text))
+    elif hexed:
+        kind = "HEX"
+    elif p.code == "p" and p.direction in ("out", "inout") and p.pointee_code in TRACE_WIDTH:
+        pointee_text = re.sub(r"\s+", " ", (p.pointee or "").strip())
+        kind, width = "OUT", TRACE_WIDTH[p.pointee_code]
+        if pointee_text in STRING_TYPES or pointee_text == "char *":
+            pointee = "STRING"
+        elif p.pointee_code in "IiQq" and trace_enum_of(lib, pointee_text):
+            pointee, aux = "ENUM", enum_index(trace_enum_of(lib, pointee_text))
+        elif "deviceptr" in pointee_text.lower():
+            pointee = "HEX"
+        else:
+            pointee = TRACE_KIND[p.pointee_code]
+    elif p.code == "p" and type_text in STRING_TYPES:
+        following = ep.params[k + 1] if k + 1 < len(ep.params) else None
+        kind = "POINTER" if following is not None and following.code == "z" else "STRING"
+    elif p.code == "p" and type_text in STRING_ARRAY_TYPES:
+        counts = [j for j in range(k - 1, -1, -1)
+                  if ep.params[j].code in "iIqQ" and ep.params[j].name.lower().startswith("num")]
+        if counts:
+            kind, aux = "STRINGS", counts[0]
+    return kind, pointee, width, aux
+
+
+def write_trace_library(lib: TraceLibrary, ver: str) -> str:
+    """lib/trace_<library>.c: how the trace lines decode one library's calls (lib/trace.h).
+    The wrappers themselves are built at run time, from each function's signature, by
+    lib/trace.c."""
+    used: list[str] = []
+
+    def enum_index(name: str) -> int:
+        if name not in used:
+            used.append(name)
+        return used.index(name)
+
+    enum_index(lib.result)
+    eps = sorted(lib.eps, key=lambda e: e.index)
+    strings = StringPool()
+    params, fns = [], []
+    for ep in eps:
+        first = len(params)
+        for k, p in enumerate(ep.params):
+            kind, pointee, width, aux = trace_param(lib, ep, k, enum_index)
+            params.append(f"    {{ {strings(p.name)}, CUABI_TRACE_{kind}, CUABI_TRACE_{pointee}, "
+                          f"{width}, {aux} }}, /* {ep.name} {p.name} */\n")
+        returns = "STRING" if ep.returns[1] == "p" else "ENUM"
+        fns.append(f"    {{ {strings(ep.name)}, {strings(ep.signature)}, {first}, {len(ep.params)}, "
+                   f"CUABI_TRACE_{returns} }}, /* {ep.index} {ep.name} */\n")
+    values, names, enums = [], [], []
+    for name in used:
+        rows = sorted({v: e for e, v in reversed(list(lib.enums[name].items()))}.items())
+        enums.append(f"    {{ {strings(name)}, {len(values)}, {len(rows)} }}, /* {name} */\n")
+        for value, enumerator in rows:     # (an alias: the first name stands for its value)
+            values.append(f"    {value},\n")
+            names.append(f"    {strings(enumerator)},\n")
+    out = [banner("c", ver),
+           f"/* How the trace lines decode the {lib.key} library's calls (docs/tracing.md,\n"
+           " * lib/trace.h): per forwarder, its signature and each parameter's kind; its enums by\n"
+           " * name. Strings are offsets into one array, so the tables need no relocation. */\n\n",
+           "#include \"internal.h\"\n"]
+    if lib.include:
+        out.append(f"#include \"{lib.include}\"\n")
+    out += ["#include \"trace.h\"\n\n", strings.c_array("strings"), "\n",
+            f"static const cuabi_trace_param params[{max(len(params), 1)}] = {{\n"
+            + ("".join(params) or "    { 0, 0, 0, 0, 0 },\n") + "};\n\n",
+            f"static const cuabi_trace_fn functions[{len(eps)}] = {{\n" + "".join(fns) + "};\n\n",
+            f"static const int64_t enum_values[{len(values)}] = {{\n" + "".join(values) + "};\n",
+            f"static const uint32_t enum_names[{len(names)}] = {{\n" + "".join(names) + "};\n",
+            f"static const cuabi_trace_enum enums[{len(enums)}] = {{\n" + "".join(enums) + "};\n\n",
+            "/* Per slot: its wrapper, once built (lib/trace.c). */\n"
+            f"static _Atomic(void *) wrappers[{len(eps)}];\n\n",
+            f"const cuabi_trace_library cuabi__trace_{lib.key} = {{\n"
+            f"    \"{lib.key}\", {len(eps)}, {lib.slots}, {lib.targets}, wrappers, strings, functions,\n"
+            "    params, enums, enum_values, enum_names,\n};\n"]
+    return "".join(out)
+
+
+def family_constants_json(fh: FamilyHeaders, eps: list[EntryPoint], records: dict) -> dict:
+    """A family's #define constants for the table: an integer's value and C type, a string's
+    text; NVML's struct versions (NVML_STRUCT_VERSION(Memory, 2)) computed from the record's
+    size; any other form only as its definition (`text`)."""
+    known = dict(fh.d.enumerators)
+    out = {}
+    for name, value in family_constants(fh, eps):
+        entry = {"text": value}
+        m = re.fullmatch(r"NVML_STRUCT_VERSION\((\w+),\s*(\d+)\)", value)
+        number = evaluate(value, known)
+        if m:
+            record = f"nvml{m.group(1)}_v{m.group(2)}_t"
+            if record not in records:
+                raise GeneratorError(f"{name}: {record} is not a record of {fh.family.header}")
+            number = records[record]["size"] | int(m.group(2)) << 24
+            entry.update(value=number, type="unsigned int", code="I")
+        elif re.fullmatch(r'"(?:[^"\\]|\\.)*"', value):
+            entry.update(value=ast.literal_eval(value), type="const char *", code="p")
+        elif number is not None:
+            unsigned = UNSIGNED_LITERAL.search(value) is not None or number >= 2**31
+            wide = number >= 2**32 or number < -2**31 or re.search(r"\d[uU]?[lL]{1,2}\b", value)
+            ctype = ("unsigned long long" if wide else "unsigned int") if unsigned else \
+                ("long long" if wide else "int")
+            entry.update(value=number, type=ctype, code={"unsigned long long": "Q", "long long": "q",
+                                                         "unsigned int": "I", "int": "i"}[ctype])
+        if entry.get("value") is not None and isinstance(entry["value"], int):
+            known[name] = entry["value"]
+        out[name] = entry
+    return out
+
+
+def family_json(fam: Family, fh: FamilyHeaders, eps: list[EntryPoint], answers: dict,
+                result_codes: list[dict]) -> dict:
+    d = fh.d
+    enums = enum_values(d)
+    records = record_layouts(d)
+    typedefs, callbacks = typedef_table(d, enums, records)
+    functions = []
+    for ep in sorted(eps, key=lambda e: e.index):
+        functions.append({
+            "index": ep.index, "name": ep.name, "node": ep.node,
+            "library_symbol": ep.driver_name, "header_symbol": ep.symbol,
+            "version": ep.version, "version_source": ep.version_source,
+            "signature": ep.signature,
+            "returns": {"type": ep.returns[0], "code": ep.returns[1]},
+            "params": [param_json(p) for p in ep.params],
+            **({"wrapped": "error_string"} if ep.name == fam.error_string else {}),
+        })
+    return {
+        "library_id": fam.library_id,
+        "title": fam.title,
+        "header": fam.header,
+        "cuda_version": fh.cuda_version,
+        "result_type": fam.result,
+        "environment": fam.env,
+        "sonames": list(fam.sonames),
+        "folders": folder_list(fam) or ["the driver's folders (docs/abi.md, \"Loading the driver\")"],
+        "version_function": fam.version_function,
+        "minimum_version": list(fam.minimum) if fam.version_function else None,
+        "required": list(fam.required),
+        "error_string": fam.error_string,
+        "answers": {c: {"name": answers[c]["name"], "value": answers[c]["value"]}
+                    for c in CONDITIONS},
+        "functions": functions,
+        "enums": enums,
+        "records": records,
+        "typedefs": typedefs,
+        "callbacks": callbacks,
+        "constants": family_constants_json(fh, eps, records),
+        # the header's function-like macros cuabi's headers write themselves, and leave out
+        "macros": list(fam.macros),
+        "macros_left_out": list(fam.macros_left_out),
+    }
+
+
+def family_answer_table(per_family: list[tuple[Family, list[EntryPoint]]],
+                        answers: dict[str, dict]) -> str:
+    """docs/families.md's table of what each family's functions return when its library
+    cannot be used."""
+    rows = ["| condition | " + " | ".join(f"{fam.title} (`{fam.result}`)" for fam, _ in per_family)
+            + " |", "| --- |" + " --- |" * len(per_family)]
+    words = {"library_missing": "library not found", "library_too_old": "library too old",
+             "function_missing": "function not in the library",
+             "bad_environment": "bad environment variable"}
+    for c in CONDITIONS:
+        rows.append(f"| {words[c]} | " + " | ".join(
+            f"`{answers[fam.key][c]['name']}` ({answers[fam.key][c]['value']})"
+            for fam, _ in per_family) + " |")
+    rows.append("| functions (node `CUABI_1.1`) | " + " | ".join(
+        str(len(eps)) for _, eps in per_family) + " |")
+    return "\n".join(rows) + "\n"
+
+
+@dataclass
+class FamilyOutput:
+    family: Family
+    headers: FamilyHeaders   # the newest node's header of the family
+    eps: list[EntryPoint]
+    answers: dict
+
+
+def generate_families(nodes: list[Node], header_dirs: dict[int, Path],
+                      result_codes: list[dict]) -> list[FamilyOutput]:
+    """Each family's functions, from the header of each node's CUDA version from its first
+    node on, placed in the nodes and slots of its regions of abi.map."""
+    versions = sorted(set(NODE_CUDA_VERSIONS.values()))
+    out = []
+    for fam in FAMILIES:
+        names = [n.name for n in nodes]
+        if fam.first_node not in names:
+            raise GeneratorError(f"{fam.key}: its first node {fam.first_node} is not in abi.map")
+        its_nodes = nodes[names.index(fam.first_node):]
+        for node in its_nodes:
+            if fam.key not in node.families:
+                raise GeneratorError(f"abi.map's {node.name} has no region '{fam.key} {node.name}' "
+                                     f"(# BEGIN GENERATED {fam.key} {node.name} ... # END GENERATED "
+                                     f"{fam.key} {node.name})")
+        sets = {}
+        for v in versions:
+            fh = read_family_headers(fam, v, header_dirs[v])
+            if fh is not None:
+                sets[v] = fh
+        per_node = []
+        for node in its_nodes:
+            v = NODE_CUDA_VERSIONS[node.name]
+            if v not in sets:
+                raise GeneratorError(f"CUDA {cuda_version_text(v)}'s {fam.header} is not in "
+                                     f"{header_dirs[v]} (python3 tools/fetch_cuda_headers.py "
+                                     "fetches it)")
+            eps = family_entry_points(sets[v])
+            pin_family(fam, eps, [sets[o] for o in versions if o < v and o in sets])
+            per_node.append((node, eps))
+        region = (lambda node, key=fam.key: node.families.get(key, []))
+        eps = merge_nodes(per_node, region)
+        assign_nodes(eps, its_nodes, region)
+        newest = sets[NODE_CUDA_VERSIONS[its_nodes[-1].name]]
+        names_of = {ep.name for ep in eps}
+        missing = [r for r in fam.required + ((fam.error_string,) if fam.error_string else ())
+                   if r not in names_of]
+        if missing:
+            raise GeneratorError(f"{fam.key}: FAMILIES names functions {fam.header} does not "
+                                 f"declare: {missing}")
+        answers = family_answers(fam, enum_values(newest.d), result_codes)
+        out.append(FamilyOutput(fam, newest, eps, answers))
+    check_family_overrides([ep for f in out for ep in f.eps])
+    return out
+
+
+def check_family_overrides(eps: list[EntryPoint]) -> None:
+    known = {(ep.name, p.name) for ep in eps for p in ep.params}
+    for pair in sorted(FAMILY_BUFFER_POINTERS | FAMILY_INOUT_POINTERS):
+        if pair not in known:
+            raise GeneratorError(f"override names a parameter that no longer exists: {pair}")
 
 
 # --------------------------------------------------------------------------------------
@@ -1953,20 +2871,51 @@ def generate(header_dirs: dict[int, Path]) -> dict[str, str]:
     for_bindings = {"typedefs": typedefs, "callbacks": callbacks, "constants": typed,
                     "own_constants": own_consts, "own_records": own_recs,
                     "nodes": node_table, "kept_names": kept_names}
+    families = generate_families(nodes, header_dirs, result_codes)
+    per_family = [(f.family, f.eps) for f in families]
+    answers = {f.family.key: f.answers for f in families}
+    family_files = {}
+    trace_libraries = [TraceLibrary("driver", "CUABI_LIBRARY_DRIVER", eps, typedefs,
+                                    dict(enums, CUresult=dict(enums["CUresult"])), records,
+                                    "CUresult", "cuabi__slots", "cuabi__targets", "")]
+    for f in families:
+        fam, key = f.family, f.family.key
+        family_files[f"include/cuabi/{key}.h"] = write_family_types(f.headers, f.eps, f.answers,
+                                                                     cuda_version_text(f.headers.cuda_version))
+        family_files[f"include/cuabi/compat/{fam.header}"] = write_family_compat(
+            f.headers, f.eps, cuda_version_text(f.headers.cuda_version))
+        family_files[f"lib/forwarders_{key}.c"] = write_family_forwarders(
+            fam, f.eps, cuda_version_text(f.headers.cuda_version))
+        f_enums = enum_values(f.headers.d)
+        f_records = record_layouts(f.headers.d)
+        f_typedefs, _ = typedef_table(f.headers.d, f_enums, f_records)
+        trace_libraries.append(TraceLibrary(key, f"CUABI_LIBRARY_{key.upper()}", f.eps, f_typedefs,
+                                            f_enums, f_records, fam.result, f"cuabi__{key}_slots",
+                                            f"cuabi__{key}_targets", "family_table.h"))
+    for lib in trace_libraries:
+        family_files[f"lib/trace_{lib.key}.c"] = write_trace_library(lib, ver)
+    family_json_table = {f.family.key: family_json(f.family, f.headers, f.eps, f.answers,
+                                                   result_codes) for f in families}
     return {
+        **family_files,
+        "lib/family_table.h": write_family_table_h(per_family, ver),
+        "lib/family_table.c": write_family_table_c(per_family, answers, ver),
+        "tests/generated/family_functions.h": write_family_functions_h(per_family, ver),
+        "docs/families.md": with_region("docs/families.md", "family-answers",
+                                        family_answer_table(per_family, answers), ("<!--", " -->")),
         "include/cuabi/driver_types.h": types_h,
         "include/cuabi/driver_functions.h": functions_h,
         "include/cuabi/compat/cuda.h": write_compat(eps, ver),
         "include/cuabi/compat/cudaProfiler.h": write_compat_profiler(ver),
         "include/cuabi/driver_api.json": write_json(eps, enums, defines_json, newest.cuda_version,
                                                       result_codes, own_table, records,
-                                                      for_bindings, ver),
+                                                      for_bindings, ver, family_json_table),
         "include/cuabi/cuabi_cdef.h": write_cdef(h, eps, enums, result_codes, typed,
                                                  own_consts, own_table, own_recs, ver),
         "lib/entry_table.h": write_entry_table_h(eps, ver),
         "lib/entry_table.c": write_entry_table_c(eps, ver),
         "lib/forwarders.c": write_forwarders_c(eps, ver),
-        "abi.map": write_abi_map(eps, nodes),
+        "abi.map": write_abi_map(eps, nodes, [(f.family.key, f.eps) for f in families]),
         "tests/generated/entry_points.h": write_entry_points_h(eps, ver),
         "tests/generated/entry_nodes.h": write_entry_nodes_h(node_table, ver),
         "tests/generated/layout_probe.h": write_layout_probe(probe_rows, versions, ver),

@@ -10,6 +10,9 @@
  *   forward_cost cuabi N    N calls of cuabi_cuCtxGetCurrent, in bench_cuabi()
  *   forward_cost direct N   N calls through the pointer, in bench_direct()
  *   forward_cost time N     both, interleaved, timed; prints ns per call
+ *   forward_cost trace N    N calls of cuabi_cuCtxGetCurrent with tracing off and
+ *                           on (cuabi_trace_start("/dev/null")), interleaved,
+ *                           timed; prints ns per call and what tracing adds
  *   forward_cost each N     N calls of every entry point of MEASURED below,
  *                           through the forwarder (bench_cuabi_<name>) and
  *                           through the pointer (bench_direct_<name>); only on
@@ -135,8 +138,9 @@ static int compare(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[1], "cuabi") != 0 && strcmp(argv[1], "direct") != 0 &&
-                      strcmp(argv[1], "time") != 0 && strcmp(argv[1], "each") != 0)) {
-        fprintf(stderr, "usage: forward_cost cuabi|direct|time|each N\n");
+                      strcmp(argv[1], "time") != 0 && strcmp(argv[1], "each") != 0 &&
+                      strcmp(argv[1], "trace") != 0)) {
+        fprintf(stderr, "usage: forward_cost cuabi|direct|time|trace|each N\n");
         return 2;
     }
     unsigned long n = strtoul(argv[2], NULL, 10);
@@ -185,25 +189,38 @@ int main(int argc, char **argv)
         return bench_direct(direct, n) != 0;
 
     /* Interleaved rounds, so that both see the same machine state; the
-     * median of the per-round difference. */
+     * median of the per-round difference.  "trace": the forwarder with tracing
+     * off, then on (its lines written to /dev/null: the cost of making them). */
     enum { ROUNDS = 31 };
+    int traced = strcmp(argv[1], "trace") == 0;
     double via[ROUNDS], plain[ROUNDS], diff[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         double t0 = now_ns();
         unsigned long f1 = bench_cuabi(n);
         double t1 = now_ns();
-        unsigned long f2 = bench_direct(direct, n);
-        double t2 = now_ns();
-        if (f1 || f2)
+        if (traced && cuabi_trace_start("/dev/null") != CUDA_SUCCESS)
             return 1;
-        via[r] = (t1 - t0) / (double)n;
-        plain[r] = (t2 - t1) / (double)n;
+        unsigned long f2 = traced ? bench_cuabi(n) : bench_direct(direct, n);
+        double t2 = now_ns();
+        if ((traced && cuabi_trace_stop() != CUDA_SUCCESS) || f1 || f2)
+            return 1;
+        /* via: the traced loop (the second) or the forwarder; plain: the other */
+        via[r] = (traced ? t2 - t1 : t1 - t0) / (double)n;
+        plain[r] = (traced ? t1 - t0 : t2 - t1) / (double)n;
         diff[r] = via[r] - plain[r];
     }
     qsort(via, ROUNDS, sizeof via[0], compare);
     qsort(plain, ROUNDS, sizeof plain[0], compare);
     qsort(diff, ROUNDS, sizeof diff[0], compare);
     printf("driver: %s\n", cuabi_driver_path());
+    if (traced) {
+        printf("traced call of cuabi_cuCtxGetCurrent: %.2f ns/call (median of %d rounds of %lu)\n",
+               via[ROUNDS / 2], ROUNDS, n);
+        printf("untraced call:                        %.2f ns/call\n", plain[ROUNDS / 2]);
+        printf("tracing overhead:                     %.2f ns/call (median of per-round "
+               "differences)\n", diff[ROUNDS / 2]);
+        return 0;
+    }
     printf("through cuabi_cuCtxGetCurrent: %.2f ns/call (median of %d rounds of %lu)\n", via[ROUNDS / 2],
            ROUNDS, n);
     printf("through a function pointer:    %.2f ns/call\n", plain[ROUNDS / 2]);

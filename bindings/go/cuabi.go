@@ -1092,6 +1092,9 @@ const (
 	CUABI_ERROR_BAD_ENVIRONMENT Result = 100006
 	CUABI_ERROR_BAD_SIGNATURE Result = 100007
 	CUABI_ERROR_ALREADY_LOADED Result = 100008
+	CUABI_ERROR_LIBRARY_MISSING Result = 100009
+	CUABI_ERROR_LIBRARY_TOO_OLD Result = 100010
+	CUABI_ERROR_FUNCTION_MISSING Result = 100011
 	CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK CUdevice_P2PAttribute = 1
 	CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED CUdevice_P2PAttribute = 2
 	CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED CUdevice_P2PAttribute = 3
@@ -1458,6 +1461,11 @@ const (
 	CUABI_CALL_MAX_PARAMS = 32
 	CUABI_CALL_MAX_STRUCT_MEMBERS = 1024
 	CUABI_LAUNCH_HEADER_SIZE = 32
+	CUABI_LIBRARY_DRIVER = 0
+	CUABI_LIBRARY_NVRTC = 1
+	CUABI_LIBRARY_NVJITLINK = 2
+	CUABI_LIBRARY_NVVM = 3
+	CUABI_LIBRARY_NVML = 4
 	CUABI_ERROR_BASE = 100000
 )
 
@@ -1543,6 +1551,45 @@ func ErrorString(code CUresult) string {
 // LaunchPacked calls cuabi_launch_packed.
 func LaunchPacked(f CUfunction, stream CUstream, packet unsafe.Pointer, packet_size uint64) error {
 	return check(C.cuabi_launch_packed(f, stream, (unsafe.Pointer)(packet), C.size_t(packet_size)))
+}
+
+// LoadLibrary calls cuabi_load_library.
+func LoadLibrary(library int32, path string) error {
+	c_path := C.CString(path)
+	defer C.free(unsafe.Pointer(c_path))
+	return check(C.cuabi_load_library(C.int32_t(library), c_path))
+}
+
+// LibraryStatus calls cuabi_library_status.
+func LibraryStatus(library int32) error {
+	return check(C.cuabi_library_status(C.int32_t(library)))
+}
+
+// LibraryReport calls cuabi_library_report.
+func LibraryReport(library int32) string {
+	return C.GoString(C.cuabi_library_report(C.int32_t(library)))
+}
+
+// LibraryPath calls cuabi_library_path.
+func LibraryPath(library int32) string {
+	return C.GoString(C.cuabi_library_path(C.int32_t(library)))
+}
+
+// TraceStart calls cuabi_trace_start.
+func TraceStart(path string) error {
+	c_path := C.CString(path)
+	defer C.free(unsafe.Pointer(c_path))
+	return check(C.cuabi_trace_start(c_path))
+}
+
+// TraceStop calls cuabi_trace_stop.
+func TraceStop() error {
+	return check(C.cuabi_trace_stop())
+}
+
+// TraceEnabled calls cuabi_trace_enabled.
+func TraceEnabled() int32 {
+	return int32(C.cuabi_trace_enabled())
 }
 
 // ---- the driver API

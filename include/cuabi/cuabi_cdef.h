@@ -1293,7 +1293,10 @@ typedef enum cudaError_enum
   CUABI_ERROR_DRIVER_TOO_OLD = 100005,
   CUABI_ERROR_BAD_ENVIRONMENT = 100006,
   CUABI_ERROR_BAD_SIGNATURE = 100007,
-  CUABI_ERROR_ALREADY_LOADED = 100008
+  CUABI_ERROR_ALREADY_LOADED = 100008,
+  CUABI_ERROR_LIBRARY_MISSING = 100009,
+  CUABI_ERROR_LIBRARY_TOO_OLD = 100010,
+  CUABI_ERROR_FUNCTION_MISSING = 100011
 } CUresult;
 typedef enum CUdevice_P2PAttribute_enum
 {
@@ -2601,6 +2604,11 @@ enum {
   CUABI_CALL_MAX_PARAMS = 32,
   CUABI_CALL_MAX_STRUCT_MEMBERS = 1024,
   CUABI_LAUNCH_HEADER_SIZE = 32,
+  CUABI_LIBRARY_DRIVER = 0,
+  CUABI_LIBRARY_NVRTC = 1,
+  CUABI_LIBRARY_NVJITLINK = 2,
+  CUABI_LIBRARY_NVVM = 3,
+  CUABI_LIBRARY_NVML = 4,
   CUABI_ERROR_BASE = 100000
 };
 
@@ -2624,6 +2632,13 @@ CUresult cuabi_call(const char *name, int32_t cuda_version, const char *signatur
 const char *cuabi_error_name(CUresult code);
 const char *cuabi_error_string(CUresult code);
 CUresult cuabi_launch_packed(CUfunction f, CUstream stream, const void *packet, size_t packet_size);
+CUresult cuabi_load_library(int32_t library, const char *path);
+CUresult cuabi_library_status(int32_t library);
+const char *cuabi_library_report(int32_t library);
+const char *cuabi_library_path(int32_t library);
+CUresult cuabi_trace_start(const char *path);
+CUresult cuabi_trace_stop(void);
+int32_t cuabi_trace_enabled(void);
 
 /* The driver API: cuabi_cuXxx for every entry point cuXxx */
 CUresult cuabi_cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);

@@ -52,12 +52,14 @@
       "update the driver",                                                                      \
       "update the NVIDIA driver")                                                               \
     X(BAD_ENVIRONMENT, 100006, LOAD,                                                            \
-      "a cuabi environment variable has an invalid value (CUABI_LIBCUDA must be an "            \
-      "absolute path, CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1); see "                    \
-      "cuabi_driver_report()",                                                                  \
-      "fix or unset the variable that cuabi_driver_report() quotes (CUABI_LIBCUDA must be an "  \
+      "a cuabi environment variable has an invalid value (CUABI_LIBCUDA and the families' "     \
+      "CUABI_LIBNVRTC, CUABI_LIBNVJITLINK, CUABI_LIBNVVM, CUABI_LIBNVML must be absolute "      \
+      "paths, CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1, CUABI_TRACE 0, 1 or an absolute " \
+      "path); see cuabi_driver_report() or cuabi_library_report()",                             \
+      "fix or unset the variable that the report quotes (CUABI_LIBCUDA must be an "             \
       "absolute path such as /usr/lib/x86_64-linux-gnu/libcuda.so.1; "                          \
-      "CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1)")                                        \
+      "CUABI_PER_THREAD_DEFAULT_STREAM must be 0 or 1; CUABI_TRACE 1 for the standard error, "  \
+      "or the absolute path of a file to append to)")                                           \
     X(BAD_SIGNATURE, 100007, USAGE,                                                             \
       "the signature string given to cuabi_call is malformed (one per parameter, at most 32: "  \
       "a letter B H i I q Q z p f d, or {...} for a struct by value holding letters, [N] for "  \
@@ -68,6 +70,23 @@
       "the driver is already loaded; a different driver path or default stream mode can "       \
       "no longer be chosen",                                                                    \
       "choose the driver and the default stream mode before the first CUDA call of the "        \
-      "process")
+      "process")                                                                                \
+    X(LIBRARY_MISSING, 100009, LOAD,                                                            \
+      "the library of a family (NVRTC, nvJitLink, NVVM or NVML) could not be opened; see "      \
+      "cuabi_library_report()",                                                                 \
+      "install the library, or name it: its environment variable (CUABI_LIBNVRTC, "             \
+      "CUABI_LIBNVJITLINK, CUABI_LIBNVVM, CUABI_LIBNVML) set to its absolute path, or "         \
+      "cuabi_load_library(); cuabi_library_report() lists every place tried and why each "      \
+      "failed")                                                                                 \
+    X(LIBRARY_TOO_OLD, 100010, LOAD,                                                            \
+      "the library of a family was found but is older than cuabi supports (nvJitLink of "       \
+      "CUDA 12, NVRTC before 12.0); see cuabi_library_report()",                                \
+      "install a newer one (cuabi_library_report() says which version was found and which "     \
+      "is needed), or name a newer one as for CUABI_ERROR_LIBRARY_MISSING")                     \
+    X(FUNCTION_MISSING, 100011, LOOKUP,                                                         \
+      "the loaded library of a family does not provide this function (it is older than the "    \
+      "header cuabi takes the function from); see cuabi_library_report()",                      \
+      "nothing to fix in cuabi: a newer version of the library has it; its other functions "    \
+      "keep working")
 
 #endif /* CUABI_RESULT_CODES_H */

@@ -13,3 +13,10 @@ int cuabi_call(const char *name, int32_t cuda_version, const char *signature, vo
 const char *cuabi_error_name(uint32_t code);
 const char *cuabi_error_string(uint32_t code);
 int cuabi_launch_packed(uintptr_t f, uintptr_t stream, void *packet, size_t packet_size);
+int cuabi_load_library(int32_t library, const char *path);
+int cuabi_library_status(int32_t library);
+const char *cuabi_library_report(int32_t library);
+const char *cuabi_library_path(int32_t library);
+int cuabi_trace_start(const char *path);
+int cuabi_trace_stop(void);
+int32_t cuabi_trace_enabled(void);

@@ -16,6 +16,9 @@ OWN_CODES = (
     ('CUABI_ERROR_BAD_ENVIRONMENT', 100006, 'load'),
     ('CUABI_ERROR_BAD_SIGNATURE', 100007, 'usage'),
     ('CUABI_ERROR_ALREADY_LOADED', 100008, 'usage'),
+    ('CUABI_ERROR_LIBRARY_MISSING', 100009, 'load'),
+    ('CUABI_ERROR_LIBRARY_TOO_OLD', 100010, 'load'),
+    ('CUABI_ERROR_FUNCTION_MISSING', 100011, 'lookup'),
 )
 
 OWN_FUNCTIONS = {
@@ -32,4 +35,11 @@ OWN_FUNCTIONS = {
     'cuabi_error_name': ('s', 'I'),
     'cuabi_error_string': ('s', 'I'),
     'cuabi_launch_packed': ('I', 'hhpz'),
+    'cuabi_load_library': ('I', 'is'),
+    'cuabi_library_status': ('I', 'i'),
+    'cuabi_library_report': ('s', 'i'),
+    'cuabi_library_path': ('s', 'i'),
+    'cuabi_trace_start': ('I', 's'),
+    'cuabi_trace_stop': ('I', ''),
+    'cuabi_trace_enabled': ('i', ''),
 }

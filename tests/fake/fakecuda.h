@@ -82,6 +82,20 @@ typedef uint64_t (*fakecuda_request_total_fn)(void);
 typedef int (*fakecuda_impl_version_fn)(const char *name, unsigned long long flags, int version);
 typedef int (*fakecuda_fail_requests_fn)(const char *name, int result, unsigned times);
 
+/* The families' fake libraries (libfakenvrtc.so, ...; tests/fake/family.c) export
+ * these, each its own: */
+typedef int (*fakefam_is_record_mode_fn)(void);
+typedef void (*fakefam_record_set_result_fn)(int result);
+typedef uint64_t (*fakefam_record_count_fn)(void);
+/* the last call: `name` is the symbol called, `args` its raw bits, `signature` its
+ * letters (the request fields are 0) */
+typedef int (*fakefam_record_last_fn)(struct fakecuda_call *out);
+/* the address the last call returned to: the forwarder's caller when the forwarder
+ * jumped straight into the library, else whatever called the function */
+typedef void *(*fakefam_last_return_address_fn)(void);
+/* calls of one symbol so far */
+typedef uint64_t (*fakefam_calls_fn)(const char *symbol);
+
 /* 1 in record mode, 0 in functional mode. */
 int fakecuda_is_record_mode(void);
 /* Memory allocations (device, host, managed, pool) not yet freed. */

@@ -2675,6 +2675,9 @@ pub const CUABI_ERROR_DRIVER_TOO_OLD: CUresult = 100005;
 pub const CUABI_ERROR_BAD_ENVIRONMENT: CUresult = 100006;
 pub const CUABI_ERROR_BAD_SIGNATURE: CUresult = 100007;
 pub const CUABI_ERROR_ALREADY_LOADED: CUresult = 100008;
+pub const CUABI_ERROR_LIBRARY_MISSING: CUresult = 100009;
+pub const CUABI_ERROR_LIBRARY_TOO_OLD: CUresult = 100010;
+pub const CUABI_ERROR_FUNCTION_MISSING: CUresult = 100011;
 pub const CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: CUdevice_P2PAttribute = 1;
 pub const CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED: CUdevice_P2PAttribute = 2;
 pub const CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: CUdevice_P2PAttribute = 3;
@@ -3047,6 +3050,11 @@ pub const CUABI_DEFAULT_STREAM_PER_THREAD: i32 = 1;
 pub const CUABI_CALL_MAX_PARAMS: i32 = 32;
 pub const CUABI_CALL_MAX_STRUCT_MEMBERS: i32 = 1024;
 pub const CUABI_LAUNCH_HEADER_SIZE: i32 = 32;
+pub const CUABI_LIBRARY_DRIVER: i32 = 0;
+pub const CUABI_LIBRARY_NVRTC: i32 = 1;
+pub const CUABI_LIBRARY_NVJITLINK: i32 = 2;
+pub const CUABI_LIBRARY_NVVM: i32 = 3;
+pub const CUABI_LIBRARY_NVML: i32 = 4;
 pub const CUABI_ERROR_BASE: i32 = 100000;
 
 extern "C" {
@@ -3064,6 +3072,13 @@ extern "C" {
     pub fn cuabi_error_name(code: CUresult) -> *const c_char;
     pub fn cuabi_error_string(code: CUresult) -> *const c_char;
     pub fn cuabi_launch_packed(f: CUfunction, stream: CUstream, packet: *const c_void, packet_size: usize) -> CUresult;
+    pub fn cuabi_load_library(library: i32, path: *const c_char) -> CUresult;
+    pub fn cuabi_library_status(library: i32) -> CUresult;
+    pub fn cuabi_library_report(library: i32) -> *const c_char;
+    pub fn cuabi_library_path(library: i32) -> *const c_char;
+    pub fn cuabi_trace_start(path: *const c_char) -> CUresult;
+    pub fn cuabi_trace_stop() -> CUresult;
+    pub fn cuabi_trace_enabled() -> i32;
 
     // the driver API: cuabi_cuXxx for each entry point cuXxx
     pub fn cuabi_cuArray3DCreate(pHandle: *mut CUarray, pAllocateArray: *const CUDA_ARRAY3D_DESCRIPTOR) -> CUresult;

@@ -1,0 +1,623 @@
+/*
+ * family.c - the fake libraries of the families (README.md, "The families'
+ * fakes"): libfakenvrtc.so, libfakenvjitlink.so, libfakenvvm.so and
+ * libfakenvml.so, one build of this file each (FAKEFAM_NVRTC, FAKEFAM_NVJITLINK,
+ * FAKEFAM_NVVM or FAKEFAM_NVML defined).
+ *
+ * Every function of the family (tests/generated/family_functions.h) is exported
+ * under the symbol cuabi asks for (__nvJitLinkCreate_13_0, nvmlInit_v2, ...) and
+ * records each call: the symbol, the raw bits of every argument, and the address
+ * it returns to (so that a test can tell a forwarder's tail jump from a trace
+ * wrapper's call).  Then:
+ *
+ *   FAKEFAM_MODE=record      every function returns what fakefam_record_set_result
+ *                            set (default 0), and never looks behind a pointer;
+ *   FAKEFAM_MODE=functional  (the default) a few functions do what the family's
+ *                            do, enough for the loading scenarios and the compat
+ *                            programs (the table `implemented` below); the rest
+ *                            return 0.
+ *
+ * FAKEFAM_VERSION=MAJOR.MINOR is what the version function answers (default
+ * NVRTC and nvJitLink 13.5, NVVM 2.0).  A string-returning function (the error
+ * strings) returns "fakefam:<symbol>" in record mode.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakecuda.h"
+#include "generated/family_functions.h"
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+#if defined(FAKEFAM_NVRTC)
+#define FAMILY_FUNCTIONS CUABI_NVRTC_FUNCTIONS
+#define FAMILY_VERSION "13.5"
+#elif defined(FAKEFAM_NVJITLINK)
+#define FAMILY_FUNCTIONS CUABI_NVJITLINK_FUNCTIONS
+#define FAMILY_VERSION "13.5"
+#elif defined(FAKEFAM_NVVM)
+#define FAMILY_FUNCTIONS CUABI_NVVM_FUNCTIONS
+#define FAMILY_VERSION "2.0"
+#elif defined(FAKEFAM_NVML)
+#define FAMILY_FUNCTIONS CUABI_NVML_FUNCTIONS
+#define FAMILY_VERSION "13.5"
+#else
+#error "define FAKEFAM_NVRTC, FAKEFAM_NVJITLINK, FAKEFAM_NVVM or FAKEFAM_NVML"
+#endif
+
+/* ---- settings and the record ------------------------------------------------ */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+static int record_mode;
+static int version_major, version_minor;
+
+static struct fakecuda_call last_call;
+static void *last_return_address;
+static uint64_t call_count;
+static int call_result;
+
+/* Calls per function, by slot. */
+#define COUNT_ROW(index, name, symbol, sig, ret, params, bits) +1
+enum { FUNCTION_COUNT = 0 FAMILY_FUNCTIONS(COUNT_ROW) };
+#undef COUNT_ROW
+static uint64_t calls_of[FUNCTION_COUNT];
+#define NAME_ROW(index, name, symbol, sig, ret, params, bits) #symbol,
+static const char *const symbols[FUNCTION_COUNT] = { FAMILY_FUNCTIONS(NAME_ROW) };
+#undef NAME_ROW
+
+static void bad_setting(const char *name, const char *value)
+{
+    fprintf(stderr, "fake family library: bad setting %s=%s\n", name, value);
+    abort();
+}
+
+static void settings_init(void)
+{
+    const char *mode = getenv("FAKEFAM_MODE");
+    if (mode == NULL || *mode == '\0' || strcmp(mode, "functional") == 0)
+        record_mode = 0;
+    else if (strcmp(mode, "record") == 0)
+        record_mode = 1;
+    else
+        bad_setting("FAKEFAM_MODE", mode);
+    const char *version = getenv("FAKEFAM_VERSION");
+    if (version == NULL || *version == '\0')
+        version = FAMILY_VERSION;
+    char end;
+    if (sscanf(version, "%d.%d%c", &version_major, &version_minor, &end) != 2)
+        bad_setting("FAKEFAM_VERSION", version);
+}
+
+static void record(unsigned index, const char *signature, const uint64_t *bits, unsigned n,
+                   void *return_address)
+{
+    pthread_once(&settings_once, settings_init);
+    pthread_mutex_lock(&lock);
+    memset(&last_call, 0, sizeof last_call);
+    snprintf(last_call.name, sizeof last_call.name, "%s", symbols[index]);
+    snprintf(last_call.signature, sizeof last_call.signature, "%s", signature);
+    last_call.nargs = n;
+    for (unsigned k = 0; k < n && k < FAKECUDA_MAX_ARGS; k++)
+        last_call.args[k] = bits[k];
+    last_return_address = return_address;
+    call_count++;
+    calls_of[index]++;
+    pthread_mutex_unlock(&lock);
+}
+
+static int recorded_result(void)
+{
+    pthread_mutex_lock(&lock);
+    int result = call_result;
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+/* ---- what functional mode does ------------------------------------------------ */
+
+#define ARG(type, k) ((type)(uintptr_t)a[k])
+
+__attribute__((unused)) static int set_version(const uint64_t *a)
+{
+    if (a[0] != 0)
+        *ARG(int *, 0) = version_major;
+    if (a[1] != 0)
+        *ARG(int *, 1) = version_minor;
+    return 0;
+}
+
+/* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made. */
+struct program {
+    char output[2048];
+    char log[128];
+    int failed;
+    int lto; /* NVRTC: compiled with -dlto */
+};
+
+/* The fake's LTO IR: this line, then the PTX the program would have had, which the fake
+ * nvJitLink takes out again as its "cubin" (the fake driver runs PTX, not binaries). */
+__attribute__((unused)) static const char lto_magic[] = "fake LTO IR\n";
+
+__attribute__((unused)) static int create(void **out)
+{
+    struct program *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return 1;
+    *out = p;
+    return 0;
+}
+
+__attribute__((unused)) static int destroy(void **handle)
+{
+    free(*handle);
+    *handle = NULL;
+    return 0;
+}
+
+__attribute__((unused)) static int output_size(const struct program *p, size_t *size)
+{
+    *size = strlen(p->output) + 1;
+    return 0;
+}
+
+__attribute__((unused)) static int output(const struct program *p, char *out)
+{
+    memcpy(out, p->output, strlen(p->output) + 1);
+    return 0;
+}
+
+#if defined(FAKEFAM_NVRTC)
+/* The PTX type of one C parameter, by its spelling: enough for the fake driver, which
+ * checks each .entry's parameter sizes against its own kernel of that name. */
+static const char *ptx_type(const char *param, size_t len)
+{
+    char text[128];
+    snprintf(text, sizeof text, "%.*s", (int)len, param);
+    if (strchr(text, '*') != NULL || strstr(text, "size_t") != NULL || strstr(text, "long long") != NULL)
+        return ".u64";
+    if (strstr(text, "double") != NULL)
+        return ".f64";
+    if (strstr(text, "float") != NULL)
+        return ".f32";
+    if (strstr(text, "short") != NULL)
+        return ".u16";
+    if (strstr(text, "char") != NULL)
+        return ".u8";
+    return ".u32";
+}
+
+/* Appends to out one ".visible .entry" per `__global__ void NAME(PARAMS)` of src. */
+static void append_entries(char *out, size_t size, const char *src)
+{
+    static const char marker[] = "__global__ void ";
+    for (const char *at = strstr(src, marker); at != NULL; at = strstr(at, marker)) {
+        at += sizeof marker - 1;
+        size_t name_len = strcspn(at, "( \t\n");
+        const char *params = strchr(at, '(');
+        const char *end = params != NULL ? strchr(params, ')') : NULL;
+        if (end == NULL)
+            break;
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, ".visible .entry %.*s(", (int)name_len, at);
+        unsigned k = 0;
+        for (const char *param = params + 1; param < end;) {
+            size_t len = strcspn(param, ",)");
+            if (strspn(param, " \t\n") < len) {
+                used = strlen(out);
+                snprintf(out + used, size - used, "%s\n\t.param %s %.*s_param_%u", k == 0 ? "" : ",",
+                         ptx_type(param, len), (int)name_len, at, k);
+                k++;
+            }
+            param += len + (param[len] == ',');
+        }
+        used = strlen(out);
+        snprintf(out + used, size - used, "\n)\n{\n\tret;\n}\n");
+        at = end;
+    }
+}
+
+/* nvrtcCreateProgram(prog, src, name, ...): compiling "fails" when the source says #error;
+ * the PTX has an entry for every kernel of the source, with nothing in it. */
+static int nvrtc_create(const uint64_t *a)
+{
+    if (create(ARG(void **, 0)) != 0)
+        return 1;
+    struct program *p = *ARG(struct program **, 0);
+    const char *src = ARG(const char *, 1);
+    p->failed = src != NULL && strstr(src, "#error") != NULL;
+    snprintf(p->output, sizeof p->output, ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n",
+             a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
+    if (src != NULL)
+        append_entries(p->output, sizeof p->output, src);
+    return 0;
+}
+
+/* nvrtcCompileProgram(prog, n, options): "-dlto" makes LTO IR instead of PTX. */
+static int nvrtc_compile(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    const char *const *options = ARG(const char *const *, 2);
+    for (uint32_t i = 0; i < (uint32_t)a[1]; i++)
+        if (options[i] != NULL && strcmp(options[i], "-dlto") == 0)
+            p->lto = 1;
+    snprintf(p->log, sizeof p->log, "%s", p->failed ? "fake NVRTC: error: #error in the source\n" : "");
+    return p->failed ? 6 /* NVRTC_ERROR_COMPILATION */ : 0;
+}
+
+/* nvrtcGetLTOIR(Size): LTO IR only after -dlto; without it the size is 0, as NVRTC's. */
+static int nvrtc_lto_size(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    *ARG(size_t *, 1) = p->lto ? sizeof lto_magic - 1 + strlen(p->output) + 1 : 0;
+    return 0;
+}
+
+static int nvrtc_lto(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    if (!p->lto)
+        return 0;
+    char *out = ARG(char *, 1);
+    memcpy(out, lto_magic, sizeof lto_magic - 1);
+    memcpy(out + sizeof lto_magic - 1, p->output, strlen(p->output) + 1);
+    return 0;
+}
+
+static int nvrtc_log_size(const uint64_t *a)
+{
+    *ARG(size_t *, 1) = strlen(ARG(struct program *, 0)->log) + 1;
+    return 0;
+}
+
+static int nvrtc_log(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    memcpy(ARG(char *, 1), p->log, strlen(p->log) + 1);
+    return 0;
+}
+
+static int nvrtc_ptx_size(const uint64_t *a)
+{
+    return output_size(ARG(struct program *, 0), ARG(size_t *, 1));
+}
+
+static int nvrtc_ptx(const uint64_t *a)
+{
+    return output(ARG(struct program *, 0), ARG(char *, 1));
+}
+
+static int nvrtc_destroy(const uint64_t *a)
+{
+    return destroy(ARG(void **, 0));
+}
+#endif
+
+#if defined(FAKEFAM_NVJITLINK)
+static int jit_create(const uint64_t *a)
+{
+    return create(ARG(void **, 0));
+}
+
+/* nvJitLinkAddData(handle, type, data, size, name): PTX, or the fake NVRTC's LTO IR, is
+ * kept; the "cubin" is what was added, as PTX text (the fake driver runs only PTX). */
+static int jit_add_data(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    const char *data = ARG(const char *, 2);
+    size_t size = (size_t)a[3];
+    if (data == NULL || size == 0)
+        return 3; /* NVJITLINK_ERROR_INVALID_INPUT */
+    if (a[1] == 3 /* NVJITLINK_INPUT_LTOIR */) {
+        if (size < sizeof lto_magic || memcmp(data, lto_magic, sizeof lto_magic - 1) != 0)
+            return 3;
+        data += sizeof lto_magic - 1;
+        size -= sizeof lto_magic - 1;
+    } else if (a[1] != 2 /* NVJITLINK_INPUT_PTX */) {
+        return 3;
+    }
+    const char *nul = memchr(data, '\0', size);
+    size_t len = nul != NULL ? (size_t)(nul - data) : size, used = strlen(p->output);
+    snprintf(p->output + used, sizeof p->output - used, "%.*s", (int)len, data);
+    return 0;
+}
+
+static int jit_size(const uint64_t *a)
+{
+    return output_size(ARG(struct program *, 0), ARG(size_t *, 1));
+}
+
+static int jit_cubin(const uint64_t *a)
+{
+    return output(ARG(struct program *, 0), ARG(char *, 1));
+}
+
+static int jit_destroy(const uint64_t *a)
+{
+    return destroy(ARG(void **, 0));
+}
+#endif
+
+#if defined(FAKEFAM_NVVM)
+static int nvvm_ir_version(const uint64_t *a)
+{
+    for (int k = 0; k < 4; k++)
+        *ARG(int *, k) = k < 2 ? 2 : 3;
+    return 0;
+}
+
+static int nvvm_create(const uint64_t *a)
+{
+    if (create(ARG(void **, 0)) != 0)
+        return 1;
+    snprintf((*ARG(struct program **, 0))->output, sizeof((struct program *)0)->output,
+             ".version 8.0\n.target sm_80\n// fake NVVM\n");
+    return 0;
+}
+
+static int nvvm_add(const uint64_t *a)
+{
+    return a[1] == 0 || a[2] == 0 ? 4 /* NVVM_ERROR_INVALID_INPUT */ : 0;
+}
+
+static int nvvm_size(const uint64_t *a)
+{
+    return output_size(ARG(struct program *, 0), ARG(size_t *, 1));
+}
+
+static int nvvm_result(const uint64_t *a)
+{
+    return output(ARG(struct program *, 0), ARG(char *, 1));
+}
+
+static int nvvm_destroy(const uint64_t *a)
+{
+    return destroy(ARG(void **, 0));
+}
+#endif
+
+#if defined(FAKEFAM_NVML)
+static atomic_int nvml_initialised; /* also the one device's handle: its address */
+
+static int nvml_init(const uint64_t *a)
+{
+    (void)a;
+    nvml_initialised = 1;
+    return 0;
+}
+
+static int nvml_shutdown(const uint64_t *a)
+{
+    (void)a;
+    nvml_initialised = 0;
+    return 0;
+}
+
+static int nvml_count(const uint64_t *a)
+{
+    if (!nvml_initialised)
+        return 1; /* NVML_ERROR_UNINITIALIZED */
+    *ARG(unsigned *, 0) = 1;
+    return 0;
+}
+
+static int nvml_handle(const uint64_t *a)
+{
+    if (!nvml_initialised)
+        return 1;
+    if (a[0] != 0)
+        return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+    *ARG(void **, 1) = (void *)&nvml_initialised;
+    return 0;
+}
+
+static int nvml_name(const uint64_t *a)
+{
+    if (ARG(void *, 0) != (void *)&nvml_initialised)
+        return 2;
+    snprintf(ARG(char *, 1), (size_t)(uint32_t)a[2], "Fake GPU 0");
+    return 0;
+}
+
+/* nvmlDeviceGetMemoryInfo(device, nvmlMemory_t *): 16 GiB, a quarter of it used. */
+static int nvml_memory(const uint64_t *a)
+{
+    if (ARG(void *, 0) != (void *)&nvml_initialised)
+        return 2;
+    unsigned long long *memory = ARG(unsigned long long *, 1); /* total, free, used */
+    memory[0] = 16ull << 30;
+    memory[2] = memory[0] / 4;
+    memory[1] = memory[0] - memory[2];
+    return 0;
+}
+
+/* nvmlDeviceGetTemperature(device, sensor, unsigned *): the GPU sensor (0) only. */
+static int nvml_temperature(const uint64_t *a)
+{
+    if (ARG(void *, 0) != (void *)&nvml_initialised || a[1] != 0)
+        return 2;
+    *ARG(unsigned *, 2) = 41;
+    return 0;
+}
+
+static int nvml_driver_version(const uint64_t *a)
+{
+    if (!nvml_initialised)
+        return 1;
+    static const char version[] = "580.00.fake";
+    if ((uint32_t)a[1] < sizeof version)
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    memcpy(ARG(char *, 0), version, sizeof version);
+    return 0;
+}
+#endif
+
+/* The functions functional mode implements, by symbol. */
+static const struct implemented {
+    const char *symbol;
+    int (*fn)(const uint64_t *args);
+} implemented[] = {
+#if defined(FAKEFAM_NVRTC)
+    { "nvrtcVersion", set_version },
+    { "nvrtcCreateProgram", nvrtc_create },
+    { "nvrtcCompileProgram", nvrtc_compile },
+    { "nvrtcGetProgramLogSize", nvrtc_log_size },
+    { "nvrtcGetProgramLog", nvrtc_log },
+    { "nvrtcGetPTXSize", nvrtc_ptx_size },
+    { "nvrtcGetPTX", nvrtc_ptx },
+    { "nvrtcGetLTOIRSize", nvrtc_lto_size },
+    { "nvrtcGetLTOIR", nvrtc_lto },
+    { "nvrtcDestroyProgram", nvrtc_destroy },
+#elif defined(FAKEFAM_NVJITLINK)
+    { "nvJitLinkVersion", set_version },
+    { "__nvJitLinkCreate_13_0", jit_create },
+    { "__nvJitLinkAddData_13_0", jit_add_data },
+    { "__nvJitLinkGetLinkedCubinSize_13_0", jit_size },
+    { "__nvJitLinkGetLinkedCubin_13_0", jit_cubin },
+    { "__nvJitLinkDestroy_13_0", jit_destroy },
+#elif defined(FAKEFAM_NVVM)
+    { "nvvmVersion", set_version },
+    { "nvvmIRVersion", nvvm_ir_version },
+    { "nvvmCreateProgram", nvvm_create },
+    { "nvvmAddModuleToProgram", nvvm_add },
+    { "nvvmGetCompiledResultSize", nvvm_size },
+    { "nvvmGetCompiledResult", nvvm_result },
+    { "nvvmDestroyProgram", nvvm_destroy },
+#elif defined(FAKEFAM_NVML)
+    { "nvmlInit_v2", nvml_init },
+    { "nvmlShutdown", nvml_shutdown },
+    { "nvmlDeviceGetCount_v2", nvml_count },
+    { "nvmlDeviceGetHandleByIndex_v2", nvml_handle },
+    { "nvmlDeviceGetName", nvml_name },
+    { "nvmlDeviceGetMemoryInfo", nvml_memory },
+    { "nvmlDeviceGetTemperature", nvml_temperature },
+    { "nvmlSystemGetDriverVersion", nvml_driver_version },
+#endif
+};
+
+/* ---- the exported functions ------------------------------------------------------ */
+
+static int call_I(unsigned index, const char *signature, const uint64_t *bits, unsigned n,
+                  void *return_address)
+{
+    record(index, signature, bits, n, return_address);
+    if (record_mode)
+        return recorded_result();
+    for (size_t i = 0; i < sizeof implemented / sizeof implemented[0]; i++)
+        if (strcmp(implemented[i].symbol, symbols[index]) == 0)
+            return implemented[i].fn(bits);
+    return 0;
+}
+
+__attribute__((unused)) static const char *call_p(unsigned index, const char *signature, const uint64_t *bits, unsigned n,
+                          void *return_address)
+{
+    static char texts[FUNCTION_COUNT][64];
+    record(index, signature, bits, n, return_address);
+    if (record_mode) {
+        /* Under the lock: threads calling the same function write the same text. */
+        pthread_mutex_lock(&lock);
+        snprintf(texts[index], sizeof texts[index], "fakefam:%s", symbols[index]);
+        pthread_mutex_unlock(&lock);
+        return texts[index];
+    }
+    return "fake family library: an error";
+}
+
+__attribute__((unused)) static inline uint64_t bits_f(float value)
+{
+    uint32_t u;
+    memcpy(&u, &value, sizeof u);
+    return u;
+}
+
+__attribute__((unused)) static inline uint64_t bits_d(double value)
+{
+    uint64_t u;
+    memcpy(&u, &value, sizeof u);
+    return u;
+}
+
+/* Raw bits, zero-extended from the width of the letter (as the driver fake records them). */
+#define FAKE_BITS_B(x) ((uint64_t)(x))
+#define FAKE_BITS_H(x) ((uint64_t)(x))
+#define FAKE_BITS_i(x) ((uint64_t)(uint32_t)(x))
+#define FAKE_BITS_I(x) ((uint64_t)(x))
+#define FAKE_BITS_q(x) ((uint64_t)(x))
+#define FAKE_BITS_Q(x) ((uint64_t)(x))
+#define FAKE_BITS_z(x) ((uint64_t)(x))
+#define FAKE_BITS_p(x) ((uint64_t)(uintptr_t)(x))
+#define FAKE_BITS_f(x) bits_f(x)
+#define FAKE_BITS_d(x) bits_d(x)
+#define FAKE_RETURN_I uint32_t
+#define FAKE_RETURN_p const char *
+#define FAKE_UNWRAP(...) __VA_ARGS__
+
+/* noinline: each function's return address is its caller's. */
+#define DEFINE(index, name, symbol, sig, ret, params, bits)                                      \
+    FAKE_EXPORT __attribute__((noinline)) FAKE_RETURN_##ret symbol params;                      \
+    FAKE_EXPORT __attribute__((noinline)) FAKE_RETURN_##ret symbol params                       \
+    {                                                                                         \
+        const uint64_t recorded[] = { FAKE_UNWRAP bits };                                     \
+        return (FAKE_RETURN_##ret)call_##ret(index, sig, recorded + 1,                       \
+                                             sizeof recorded / sizeof recorded[0] - 1,        \
+                                             __builtin_return_address(0));                   \
+    }
+FAMILY_FUNCTIONS(DEFINE)
+#undef DEFINE
+
+/* ---- the test API (tests/fake/fakecuda.h) --------------------------------------------- */
+
+FAKE_EXPORT int fakefam_is_record_mode(void)
+{
+    pthread_once(&settings_once, settings_init);
+    return record_mode;
+}
+
+FAKE_EXPORT void fakefam_record_set_result(int result)
+{
+    pthread_mutex_lock(&lock);
+    call_result = result;
+    pthread_mutex_unlock(&lock);
+}
+
+FAKE_EXPORT uint64_t fakefam_record_count(void)
+{
+    pthread_mutex_lock(&lock);
+    uint64_t n = call_count;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+FAKE_EXPORT int fakefam_record_last(struct fakecuda_call *out)
+{
+    pthread_mutex_lock(&lock);
+    int have = call_count != 0;
+    if (have && out != NULL)
+        *out = last_call;
+    pthread_mutex_unlock(&lock);
+    return have;
+}
+
+FAKE_EXPORT void *fakefam_last_return_address(void)
+{
+    pthread_mutex_lock(&lock);
+    void *address = last_return_address;
+    pthread_mutex_unlock(&lock);
+    return address;
+}
+
+FAKE_EXPORT uint64_t fakefam_calls(const char *symbol)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < FUNCTION_COUNT; i++)
+        if (strcmp(symbols[i], symbol) == 0)
+            n = calls_of[i];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
