@@ -18,10 +18,18 @@ __version__ = "1.1.0"
 # public name -> (submodule, attribute); resolved on first access (PEP 562)
 _LAZY = {
     "driver": ("driver", None),
+    "nvrtc": ("nvrtc", None),
+    "nvjitlink": ("nvjitlink", None),
+    "nvvm": ("nvvm", None),
+    "nvml": ("nvml", None),
     "errors": ("errors", None),
     "CUDAError": ("errors", "CUDAError"),
     "ClosedError": ("errors", "ClosedError"),
     "NVRTCError": ("errors", "NVRTCError"),
+    "NVJitLinkError": ("errors", "NVJitLinkError"),
+    "NVVMError": ("errors", "NVVMError"),
+    "NVMLError": ("errors", "NVMLError"),
+    "FamilyError": ("errors", "FamilyError"),
     "DriverLoadError": ("errors", "DriverLoadError"),
     "LibraryNotFoundError": ("errors", "LibraryNotFoundError"),
     "ConfigurationError": ("errors", "ConfigurationError"),

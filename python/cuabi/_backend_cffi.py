@@ -113,7 +113,7 @@ class Backend:
         """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""
         return threading.local()
 
-    def fn(self, name, sig, outs=None):
+    def fn(self, name, sig, outs=None, ret="i"):
         try:
             return getattr(self._lib, "cuabi_" + name)
         except AttributeError:
@@ -168,6 +168,18 @@ class Backend:
 
     def driver_path(self):
         return self._str(self._lib.cuabi_driver_path())
+
+    def family_load(self, library, path):
+        return self._lib.cuabi_load_library(library, self.ffi.NULL if path is None else path.encode())
+
+    def family_status(self, library):
+        return self._lib.cuabi_library_status(library)
+
+    def family_report(self, library):
+        return self._str(self._lib.cuabi_library_report(library)) or ""
+
+    def family_path(self, library):
+        return self._str(self._lib.cuabi_library_path(library))
 
     def driver_version(self):
         v = self._new("int *")
