@@ -130,12 +130,39 @@ __attribute__((unused)) static int set_version(const uint64_t *a)
     return 0;
 }
 
-/* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made. */
+/* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made.
+ * NVRTC's compile and nvJitLink's link write what they were given into their
+ * outputs (cubin, LTO IR: options, inputs), so that the Python layer's tests
+ * can check what reached the library. */
 struct program {
     char output[256];
     char log[128];
     int failed;
+    char given[1024];       /* options and inputs, as text */
+    char info[256];         /* nvJitLink's info log */
+    char names[8][128];     /* NVRTC's name expressions */
+    char lowered[8][160];
+    int nnames;
+    char cubin[1400];
+    char ltoir[1400];
 };
+
+__attribute__((unused)) static void given_add(struct program *p, const char *what, const char *text)
+{
+    if (p == NULL)
+        return;
+    size_t at = strlen(p->given);
+    snprintf(p->given + at, sizeof p->given - at, "%s%s=%s", at ? ";" : "", what, text);
+}
+
+__attribute__((unused)) static int copy_out(const char *text, size_t *size, char *out)
+{
+    if (size != NULL)
+        *size = strlen(text) + 1;
+    if (out != NULL)
+        memcpy(out, text, strlen(text) + 1);
+    return 0;
+}
 
 __attribute__((unused)) static int create(void **out)
 {
@@ -174,6 +201,9 @@ static int nvrtc_create(const uint64_t *a)
     struct program *p = *ARG(struct program **, 0);
     const char *src = ARG(const char *, 1);
     p->failed = src != NULL && strstr(src, "#error") != NULL;
+    given_add(p, "name", a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
+    for (int k = 0; k < (int)a[3] && a[5] != 0; k++)
+        given_add(p, "header", ARG(const char *const *, 5)[k]);
     snprintf(p->output, sizeof p->output,
              ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n.entry k()\n{\n\tret;\n}\n",
              a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
@@ -183,8 +213,71 @@ static int nvrtc_create(const uint64_t *a)
 static int nvrtc_compile(const uint64_t *a)
 {
     struct program *p = ARG(struct program *, 0);
+    const char *const *options = ARG(const char *const *, 2);
+    for (int k = 0; k < (int)a[1] && options != NULL; k++)
+        given_add(p, "option", options[k]);
     snprintf(p->log, sizeof p->log, "%s", p->failed ? "fake NVRTC: error: #error in the source\n" : "");
+    snprintf(p->cubin, sizeof p->cubin, "\177ELF fake cubin;%s", p->given);
+    snprintf(p->ltoir, sizeof p->ltoir, "fake LTO IR;%s", p->given);
+    for (int k = 0; k < p->nnames; k++)
+        snprintf(p->lowered[k], sizeof p->lowered[k], "_fake_lowered_%s", p->names[k]);
     return p->failed ? 6 /* NVRTC_ERROR_COMPILATION */ : 0;
+}
+
+static int nvrtc_add_name(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    if (a[1] == 0)
+        return 3; /* NVRTC_ERROR_INVALID_INPUT */
+    if (p->nnames == 8)
+        return 1;
+    snprintf(p->names[p->nnames++], sizeof p->names[0], "%s", ARG(const char *, 1));
+    return 0;
+}
+
+static int nvrtc_lowered(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    for (int k = 0; k < p->nnames; k++)
+        if (strcmp(p->names[k], ARG(const char *, 1)) == 0) {
+            *ARG(const char **, 2) = p->lowered[k];
+            return 0;
+        }
+    return 10; /* NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION, near enough */
+}
+
+static int nvrtc_cubin_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->cubin, ARG(size_t *, 1), NULL);
+}
+
+static int nvrtc_cubin(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->cubin, NULL, ARG(char *, 1));
+}
+
+static int nvrtc_ltoir_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->ltoir, ARG(size_t *, 1), NULL);
+}
+
+static int nvrtc_ltoir(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->ltoir, NULL, ARG(char *, 1));
+}
+
+static const int supported_archs[] = { 75, 80, 90 };
+
+static int nvrtc_num_archs(const uint64_t *a)
+{
+    *ARG(int *, 0) = (int)(sizeof supported_archs / sizeof supported_archs[0]);
+    return 0;
+}
+
+static int nvrtc_archs(const uint64_t *a)
+{
+    memcpy(ARG(int *, 0), supported_archs, sizeof supported_archs);
+    return 0;
 }
 
 static int nvrtc_log_size(const uint64_t *a)
@@ -221,24 +314,85 @@ static int jit_create(const uint64_t *a)
 {
     if (create(ARG(void **, 0)) != 0)
         return 1;
-    snprintf((*ARG(struct program **, 0))->output, sizeof((struct program *)0)->output,
-             "\177ELF fake cubin of %u options", (unsigned)a[1]);
+    struct program *p = *ARG(struct program **, 0);
+    snprintf(p->output, sizeof p->output, "\177ELF fake cubin of %u options", (unsigned)a[1]);
+    const char *const *options = ARG(const char *const *, 2);
+    for (unsigned k = 0; k < (unsigned)a[1] && options != NULL; k++)
+        given_add(p, "option", options[k]);
     return 0;
 }
 
+/* An input whose bytes say "#error" fails the link (NVJITLINK_ERROR_PTX_COMPILE), with
+ * an error log naming it. */
 static int jit_add_data(const uint64_t *a)
 {
-    return a[2] == 0 || a[3] == 0 ? 3 /* NVJITLINK_ERROR_INVALID_INPUT */ : 0;
+    if (a[2] == 0 || a[3] == 0)
+        return 3; /* NVJITLINK_ERROR_INVALID_INPUT */
+    struct program *p = ARG(struct program *, 0);
+    if (p == NULL)
+        return 0;
+    char what[160];
+    snprintf(what, sizeof what, "%u:%s:%u", (unsigned)a[1], a[4] != 0 ? ARG(const char *, 4) : "(unnamed)",
+             (unsigned)a[3]);
+    given_add(p, "input", what);
+    const char *data = ARG(const char *, 2);
+    for (size_t k = 0; k + 6 <= (size_t)a[3]; k++)
+        if (memcmp(data + k, "#error", 6) == 0) {
+            p->failed = 1;
+            snprintf(p->log, sizeof p->log, "fake nvJitLink: error: %s says #error\n",
+                     a[4] != 0 ? ARG(const char *, 4) : "(unnamed)");
+        }
+    return 0;
 }
 
-static int jit_size(const uint64_t *a)
+static int jit_add_file(const uint64_t *a)
 {
-    return output_size(ARG(struct program *, 0), ARG(size_t *, 1));
+    char what[160];
+    snprintf(what, sizeof what, "%u:%s", (unsigned)a[1], a[2] != 0 ? ARG(const char *, 2) : "(null)");
+    given_add(ARG(struct program *, 0), "file", what);
+    return 0;
 }
 
-static int jit_cubin(const uint64_t *a)
+static int jit_complete(const uint64_t *a)
 {
-    return output(ARG(struct program *, 0), ARG(char *, 1));
+    struct program *p = ARG(struct program *, 0);
+    if (p == NULL)
+        return 0;
+    snprintf(p->info, sizeof p->info, "fake nvJitLink: info: linked\n");
+    snprintf(p->cubin, sizeof p->cubin, "\177ELF fake linked cubin;%s", p->given);
+    return p->failed ? 4 /* NVJITLINK_ERROR_PTX_COMPILE */ : 0;
+}
+
+static int jit_error_log_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->log, ARG(size_t *, 1), NULL);
+}
+
+static int jit_error_log(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->log, NULL, ARG(char *, 1));
+}
+
+static int jit_info_log_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->info, ARG(size_t *, 1), NULL);
+}
+
+static int jit_info_log(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->info, NULL, ARG(char *, 1));
+}
+
+static int jit_linked_size(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    return copy_out(p->cubin[0] ? p->cubin : p->output, ARG(size_t *, 1), NULL);
+}
+
+static int jit_linked(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    return copy_out(p->cubin[0] ? p->cubin : p->output, NULL, ARG(char *, 1));
 }
 
 static int jit_destroy(const uint64_t *a)
@@ -327,6 +481,162 @@ static int nvml_name(const uint64_t *a)
     snprintf(ARG(char *, 1), (size_t)(uint32_t)a[2], "Fake GPU 0");
     return 0;
 }
+
+/* The device's queries, for cuabi.system's tests. FAKEFAM_NVML_UNSUPPORTED names
+ * symbols (comma-separated) that answer NVML_ERROR_NOT_SUPPORTED (3), as a GPU
+ * without that sensor does. */
+static int nvml_device(const uint64_t *a, const char *symbol)
+{
+    if (!nvml_initialised)
+        return 1;
+    if (ARG(void *, 0) != (void *)&nvml_initialised)
+        return 2;
+    const char *unsupported = getenv("FAKEFAM_NVML_UNSUPPORTED");
+    if (unsupported != NULL) {
+        size_t n = strlen(symbol);
+        for (const char *at = strstr(unsupported, symbol); at != NULL; at = strstr(at + 1, symbol))
+            if ((at == unsupported || at[-1] == ',') && (at[n] == '\0' || at[n] == ','))
+                return 3;
+    }
+    return 0;
+}
+
+static int nvml_string(char *out, uint64_t length, const char *text)
+{
+    if (length < strlen(text) + 1)
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    memcpy(out, text, strlen(text) + 1);
+    return 0;
+}
+
+static int nvml_driver_version(const uint64_t *a)
+{
+    return nvml_initialised ? nvml_string(ARG(char *, 0), a[1], "580.65.06-fake") : 1;
+}
+
+static int nvml_cuda_version(const uint64_t *a)
+{
+    *ARG(int *, 0) = 13000;
+    return 0;
+}
+
+static int nvml_uuid(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetUUID");
+    return rc ? rc : nvml_string(ARG(char *, 1), a[2], "GPU-fa4e0000-1111-2222-3333-444455556666");
+}
+
+static int nvml_index(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetIndex");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 0;
+    return rc;
+}
+
+#define FAKE_GIB (1024ull * 1024 * 1024)
+
+static int nvml_memory(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetMemoryInfo");
+    if (rc == 0) {
+        unsigned long long *m = ARG(unsigned long long *, 1); /* total, free, used */
+        m[0] = 80 * FAKE_GIB;
+        m[1] = 79 * FAKE_GIB;
+        m[2] = 1 * FAKE_GIB;
+    }
+    return rc;
+}
+
+static int nvml_memory_v2(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetMemoryInfo_v2");
+    if (rc != 0)
+        return rc;
+    unsigned char *m = ARG(unsigned char *, 1);
+    unsigned version;
+    memcpy(&version, m, sizeof version);
+    if (version != (40u | 2u << 24))
+        return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+    unsigned long long v[4] = { 80 * FAKE_GIB, FAKE_GIB / 2, 78 * FAKE_GIB, FAKE_GIB + FAKE_GIB / 2 };
+    memcpy(m + 8, v, sizeof v); /* total, reserved, free, used */
+    return 0;
+}
+
+static int nvml_utilization(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetUtilizationRates");
+    if (rc == 0) {
+        ARG(unsigned *, 1)[0] = 37;
+        ARG(unsigned *, 1)[1] = 12;
+    }
+    return rc;
+}
+
+static int nvml_temperature(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetTemperature");
+    if (rc == 0 && a[1] != 0)
+        return 2;
+    if (rc == 0)
+        *ARG(unsigned *, 2) = 41;
+    return rc;
+}
+
+static int nvml_power(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetPowerUsage");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 123456;
+    return rc;
+}
+
+static int nvml_power_limit(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetEnforcedPowerLimit");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 700000;
+    return rc;
+}
+
+/* Two compute processes: the count first (NVML_ERROR_INSUFFICIENT_SIZE when the
+ * array is too small), then pid, used memory, GPU and compute instance. */
+static int nvml_compute_processes(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (rc != 0)
+        return rc;
+    unsigned *count = ARG(unsigned *, 1);
+    unsigned have = *count;
+    *count = 2;
+    if (have < 2)
+        return 7;
+    unsigned char *infos = ARG(unsigned char *, 2);
+    for (unsigned k = 0; k < 2; k++) {
+        unsigned pid = 4242 + k, gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu;
+        unsigned long long used = (k + 1) * 256ull * 1024 * 1024;
+        memcpy(infos + 24 * k, &pid, 4);
+        memcpy(infos + 24 * k + 8, &used, 8);
+        memcpy(infos + 24 * k + 16, &gi, 4);
+        memcpy(infos + 24 * k + 20, &ci, 4);
+    }
+    return 0;
+}
+
+static int nvml_graphics_processes(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 0;
+    return rc;
+}
+
+static int nvml_process_name(const uint64_t *a)
+{
+    char text[64];
+    snprintf(text, sizeof text, "fake-process-%u", (unsigned)a[0]);
+    return nvml_string(ARG(char *, 1), a[2], text);
+}
 #endif
 
 /* The functions functional mode implements, by symbol. */
@@ -343,12 +653,26 @@ static const struct implemented {
     { "nvrtcGetPTXSize", nvrtc_ptx_size },
     { "nvrtcGetPTX", nvrtc_ptx },
     { "nvrtcDestroyProgram", nvrtc_destroy },
+    { "nvrtcAddNameExpression", nvrtc_add_name },
+    { "nvrtcGetLoweredName", nvrtc_lowered },
+    { "nvrtcGetCUBINSize", nvrtc_cubin_size },
+    { "nvrtcGetCUBIN", nvrtc_cubin },
+    { "nvrtcGetLTOIRSize", nvrtc_ltoir_size },
+    { "nvrtcGetLTOIR", nvrtc_ltoir },
+    { "nvrtcGetNumSupportedArchs", nvrtc_num_archs },
+    { "nvrtcGetSupportedArchs", nvrtc_archs },
 #elif defined(FAKEFAM_NVJITLINK)
     { "nvJitLinkVersion", set_version },
     { "__nvJitLinkCreate_13_0", jit_create },
     { "__nvJitLinkAddData_13_0", jit_add_data },
-    { "__nvJitLinkGetLinkedCubinSize_13_0", jit_size },
-    { "__nvJitLinkGetLinkedCubin_13_0", jit_cubin },
+    { "__nvJitLinkAddFile_13_0", jit_add_file },
+    { "__nvJitLinkComplete_13_0", jit_complete },
+    { "__nvJitLinkGetErrorLogSize_13_0", jit_error_log_size },
+    { "__nvJitLinkGetErrorLog_13_0", jit_error_log },
+    { "__nvJitLinkGetInfoLogSize_13_0", jit_info_log_size },
+    { "__nvJitLinkGetInfoLog_13_0", jit_info_log },
+    { "__nvJitLinkGetLinkedCubinSize_13_0", jit_linked_size },
+    { "__nvJitLinkGetLinkedCubin_13_0", jit_linked },
     { "__nvJitLinkDestroy_13_0", jit_destroy },
 #elif defined(FAKEFAM_NVVM)
     { "nvvmVersion", set_version },
@@ -364,6 +688,19 @@ static const struct implemented {
     { "nvmlDeviceGetCount_v2", nvml_count },
     { "nvmlDeviceGetHandleByIndex_v2", nvml_handle },
     { "nvmlDeviceGetName", nvml_name },
+    { "nvmlSystemGetDriverVersion", nvml_driver_version },
+    { "nvmlSystemGetCudaDriverVersion", nvml_cuda_version },
+    { "nvmlSystemGetProcessName", nvml_process_name },
+    { "nvmlDeviceGetUUID", nvml_uuid },
+    { "nvmlDeviceGetIndex", nvml_index },
+    { "nvmlDeviceGetMemoryInfo", nvml_memory },
+    { "nvmlDeviceGetMemoryInfo_v2", nvml_memory_v2 },
+    { "nvmlDeviceGetUtilizationRates", nvml_utilization },
+    { "nvmlDeviceGetTemperature", nvml_temperature },
+    { "nvmlDeviceGetPowerUsage", nvml_power },
+    { "nvmlDeviceGetEnforcedPowerLimit", nvml_power_limit },
+    { "nvmlDeviceGetComputeRunningProcesses_v3", nvml_compute_processes },
+    { "nvmlDeviceGetGraphicsRunningProcesses_v3", nvml_graphics_processes },
 #endif
 };
 
