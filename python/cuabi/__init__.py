@@ -68,6 +68,8 @@ _LAZY = {
     "GraphExec": ("_graph", "GraphExec"),
     "Program": ("_program", "Program"),
     "ObjectCode": ("_program", "ObjectCode"),
+    "Linker": ("_linker", "Linker"),
+    "nvjitlink_version": ("_linker", "nvjitlink_version"),
     "nvrtc_version": ("_program", "nvrtc_version"),
     "nvrtc_path": ("_program", "nvrtc_path"),
     "DeviceArray": ("_memory", "DeviceArray"),

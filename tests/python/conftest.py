@@ -249,6 +249,20 @@ def _nvrtc_missing():
         return True
 
 
+def _nvjitlink_missing():
+    try:
+        cuabi.nvjitlink_version()
+        return False
+    except cuabi.errors.NVJitLinkError:
+        return True
+
+
+def _nvml_missing():
+    from cuabi import nvml
+
+    return nvml.library_status() != 0
+
+
 def _importable(name):
     import importlib.util
 
@@ -279,6 +293,8 @@ _ALLOWED_SKIPS = [
     ("the 15 ms target is for CPython", lambda: not _CPYTHON),
     ("needs reference counts", lambda: not hasattr(sys, "getrefcount")),
     ("NVRTC not installed", _nvrtc_missing),
+    ("NVRTC or nvJitLink not installed", lambda: _nvrtc_missing() or _nvjitlink_missing()),
+    ("NVML not installed", _nvml_missing),
     ("no toolkit stub libcuda.so here", lambda: STUB is None),
     ("libfakecuda_nogpa.so not built", lambda: NOGPA is None),
     ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),
