@@ -22,6 +22,7 @@ _LAZY = {
     "nvjitlink": ("nvjitlink", None),
     "nvvm": ("nvvm", None),
     "nvml": ("nvml", None),
+    "system": ("system", None),
     "errors": ("errors", None),
     "CUDAError": ("errors", "CUDAError"),
     "ClosedError": ("errors", "ClosedError"),
