@@ -599,20 +599,23 @@ static int nvml_power_limit(const uint64_t *a)
     return rc;
 }
 
-/* Two compute processes: the count first (NVML_ERROR_INSUFFICIENT_SIZE when the
- * array is too small), then pid, used memory, GPU and compute instance. */
+/* Compute processes (two, or FAKEFAM_NVML_PROCESSES of them): the count first
+ * (NVML_ERROR_INSUFFICIENT_SIZE when the array is too small), then pid, used
+ * memory, GPU and compute instance. */
 static int nvml_compute_processes(const uint64_t *a)
 {
     int rc = nvml_device(a, "nvmlDeviceGetComputeRunningProcesses_v3");
     if (rc != 0)
         return rc;
+    const char *setting = getenv("FAKEFAM_NVML_PROCESSES");
+    unsigned n = setting != NULL && *setting != '\0' ? (unsigned)strtoul(setting, NULL, 10) : 2;
     unsigned *count = ARG(unsigned *, 1);
     unsigned have = *count;
-    *count = 2;
-    if (have < 2)
+    *count = n;
+    if (have < n)
         return 7;
     unsigned char *infos = ARG(unsigned char *, 2);
-    for (unsigned k = 0; k < 2; k++) {
+    for (unsigned k = 0; k < n; k++) {
         unsigned pid = 4242 + k, gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu;
         unsigned long long used = (k + 1) * 256ull * 1024 * 1024;
         memcpy(infos + 24 * k, &pid, 4);

@@ -123,3 +123,14 @@ def test_importing_system_loads_nothing():
         print(json.dumps(_backend.loaded_backend() is None))
     """)
     assert res is True
+
+
+def test_many_processes_are_all_listed():
+    """More processes than the first array holds: NVML's 'insufficient size' makes cuabi
+    ask again with room for all of them."""
+    res = run_json("""
+        import json
+        from cuabi import system
+        print(json.dumps([[p.pid, p.used_memory] for p in system.GPU(0).processes]))
+    """, env=_env(FAKEFAM_NVML_PROCESSES="40"))
+    assert res == [[4242 + k, (k + 1) << 28] for k in range(40)]
