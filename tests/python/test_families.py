@@ -295,15 +295,18 @@ def test_pathfinder_path_is_handed_to_libcuabi(tmp_path):
 
 
 def test_variable_wins_over_pathfinder(tmp_path):
-    """CUABI_LIBNVRTC set: cuda.pathfinder is not asked."""
-    extra = _pathfinder(tmp_path, "def load_nvidia_dynamic_lib(name):\n    raise AssertionError('asked')\n")
+    """CUABI_LIBNVRTC set: cuda.pathfinder is not asked, and the report says why."""
+    extra = _pathfinder(tmp_path, "asked = []\n"
+                                  "def load_nvidia_dynamic_lib(name):\n    asked.append(name)\n    raise OSError(name)\n")
     res = run_json("""
         import json, sys
         sys.path.insert(0, %r)
+        from cuda import pathfinder
         from cuabi import nvrtc
-        print(json.dumps([nvrtc.nvrtcVersion(), nvrtc.library_path()]))
+        print(json.dumps([nvrtc.nvrtcVersion(), nvrtc.library_path(), pathfinder.asked,
+                          nvrtc.library_report().splitlines()[-1]]))
     """ % extra, env=_env("nvrtc"), drop=_drop("nvrtc"))
-    assert res == [[13, 5], _fake("nvrtc")]
+    assert res == [[13, 5], _fake("nvrtc"), [], "(Python layer) CUABI_LIBNVRTC is set: libcuabi uses it"]
 
 
 def test_pathfinder_failure_is_in_the_error(tmp_path):
