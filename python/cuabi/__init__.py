@@ -6,10 +6,15 @@ Two layers:
   its outputs and raising :class:`CUDAError` subclasses on failure;
 * the Pythonic layer - :class:`Device`, :class:`Stream`, :class:`Event`,
   buffers, pools, :class:`Module`/:class:`Kernel` with :func:`launch`,
-  graphs, :class:`Program` (NVRTC), DLPack and ``__cuda_array_interface__``.
+  graphs, :class:`Program` (NVRTC), :class:`Linker` (nvJitLink),
+  :mod:`cuabi.system` (NVML), DLPack and ``__cuda_array_interface__``.
+
+The toolkit's libraries that libcuabi forwards have low-level modules like
+:mod:`cuabi.driver`: :mod:`cuabi.nvrtc`, :mod:`cuabi.nvjitlink`,
+:mod:`cuabi.nvvm` and :mod:`cuabi.nvml`.
 
 Importing cuabi loads nothing: libcuabi is opened on first use, the CUDA
-driver on the first driver call, NVRTC on the first compilation.
+driver on the first driver call, NVRTC on the first compilation, and so on.
 ``python -m cuabi`` prints a diagnostic report.
 """
 
