@@ -118,8 +118,7 @@ print(json.dumps({"bad": bad, "calls": calls, "raised": raised, "functions": len
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_function_passes_through(family):
-    """Every function of the family's module reaches the pinned symbol with every input
-    unchanged, its outputs as cells, and a failing status raises the family's error."""
+    """Every function reaches its pinned symbol with its inputs unchanged; a failing status raises the family's error."""
     rc, out, err = run_py("import sys; sys.argv = ['x', %r, %r, %r]\n" % (family, _fake(family), TABLE)
                           + PASS_THROUGH, env=_env(family, FAKEFAM_MODE="record"), drop=_drop(family))
     assert rc == 0, err
@@ -177,8 +176,7 @@ FIRST_CALL = {"nvrtc": "nvrtcVersion", "nvjitlink": "nvJitLinkVersion", "nvvm": 
     ("nvrtc", 100009, "CUABI_ERROR_LIBRARY_MISSING"), ("nvjitlink", 100009, "CUABI_ERROR_LIBRARY_MISSING"),
     ("nvvm", 100009, "CUABI_ERROR_LIBRARY_MISSING"), ("nvml", 12, "NVML_ERROR_LIBRARY_NOT_FOUND")])
 def test_missing_library_says_what_was_tried(family, code, name):
-    """With the library absent, the first call raises the family's error with the family's
-    answer code and libcuabi's report (the file tried, what to do)."""
+    """An absent library raises the family's error with its answer code and libcuabi's report."""
     res = run_json("""
         import json
         import cuabi
@@ -229,8 +227,7 @@ def test_function_missing_from_an_older_library():
 
 
 def test_load_library_from_a_path():
-    """load_library(path) makes that file the family's library; a relative path, a second
-    different path and a missing file are refused with what to do."""
+    """load_library(path) loads that file; bad, second and missing paths are refused with what to do."""
     fake = _fake("nvjitlink")
     res = run_json("""
         import json, sys
@@ -310,8 +307,7 @@ def test_variable_wins_over_pathfinder(tmp_path):
 
 
 def test_pathfinder_failure_is_in_the_error(tmp_path):
-    """cuda.pathfinder finding nothing leaves libcuabi's own search; the report, and the
-    error when that search finds nothing either, say what cuda.pathfinder answered."""
+    """What cuda.pathfinder answered when it found nothing ends the report (and the load error)."""
     extra = _pathfinder(tmp_path, (
         "class DynamicLibNotFoundError(RuntimeError):\n    pass\n"
         "def load_nvidia_dynamic_lib(name):\n    raise DynamicLibNotFoundError('no wheel has ' + name)\n"))

@@ -180,8 +180,7 @@ extern "C" __global__ void twice_plus_one(float *p, int n)
 
 
 def test_ltoir_linked_loaded_and_launched():
-    """Two translation units compiled to LTO IR for the device's architecture, linked with
-    nvJitLink (-lto, the call across units inlined), load as a Module and compute."""
+    """Two units compiled to LTO IR, linked with nvJitLink (-lto), load as a Module and compute right."""
     dev = cuabi.Device(0)
     ctx = dev.set_current()
     try:
@@ -206,8 +205,7 @@ def test_ltoir_linked_loaded_and_launched():
 
 
 def test_linker_reports_an_undefined_function():
-    """Linking a kernel whose device function nobody defines fails with nvJitLink's own
-    error log naming the function."""
+    """Linking a call to an undefined device function raises NVJitLinkError with the log naming it."""
     dev = cuabi.Device(0)
     b = cuabi.Program(TWICE_PLUS_ONE, name="kernel.cu").compile(["-rdc=true"], target="ltoir", arch=dev.arch)
     with pytest.raises(cuabi.NVJitLinkError) as ei:
@@ -216,8 +214,7 @@ def test_linker_reports_an_undefined_function():
 
 
 def test_nvml_sees_this_gpu():
-    """cuabi.system agrees with the driver: the CUDA device is among NVML's GPUs (by UUID)
-    with the same name and total memory, and every reading is plausible."""
+    """cuabi.system finds the CUDA device by UUID with the same name and memory, and plausible readings."""
     from cuabi import system
 
     dev = cuabi.Device(0)
@@ -234,9 +231,10 @@ def test_nvml_sees_this_gpu():
         gpu = by_uuid["GPU-%s" % dev.uuid]
         assert gpu.name == dev.name
         mem = gpu.memory
-        assert mem.total == dev.total_memory or abs(mem.total - dev.total_memory) < (1 << 30)
+        # NVML's total and the driver's may differ by what the firmware keeps: a few percent
+        assert abs(mem.total - dev.total_memory) <= 0.05 * dev.total_memory
         assert 0 < mem.used <= mem.total and 0 <= mem.free <= mem.total
-        assert mem.used + mem.free + mem.reserved <= mem.total + (1 << 20)
+        assert mem.used + mem.free + mem.reserved <= 1.01 * mem.total
         util = gpu.utilization
         assert 0 <= util.gpu <= 100 and 0 <= util.memory <= 100
         assert 0 < gpu.temperature < 120

@@ -33,9 +33,7 @@ def _have_real():
 
 
 def test_inputs_options_and_arch_reach_nvjitlink(tmp_path):
-    """Every input (ObjectCode, bytes of each kind, a file) and the options (-arch from
-    the inputs, -lto because of LTO IR, the caller's) reach nvJitLink in order; the
-    linked cubin comes back with the info log and the architecture."""
+    """Every input kind, -arch from the inputs, -lto and the options reach nvJitLink; the cubin comes back."""
     ptx_file = tmp_path / "extra.ptx"
     ptx_file.write_bytes(b".version 8.0\n")
     res = run_json("""
@@ -58,8 +56,7 @@ def test_inputs_options_and_arch_reach_nvjitlink(tmp_path):
 
 
 def test_failed_link_carries_the_logs():
-    """A link nvJitLink refuses raises NVJitLinkError with its code, the failing call and
-    the error log (then the info log)."""
+    """A refused link raises NVJitLinkError with its code, failing call, error log and info log."""
     res = run_json("""
         import json
         import cuabi
@@ -125,8 +122,7 @@ def test_arguments_are_checked(tmp_path):
 
 
 def test_no_architecture_says_what_to_do():
-    """With no arch=, no architecture on the inputs and no current context, the error says
-    how to give one."""
+    """With no arch=, no input architecture and no context, the error says how to give one."""
     with pytest.raises(ValueError, match="give arch="):
         cuabi.Linker().add(b"x", "ptx").link_options()
 
@@ -138,8 +134,7 @@ def test_ltoir_must_be_linked_before_loading():
 
 
 def test_real_ltoir_links_to_a_cubin():
-    """With the machine's NVRTC and nvJitLink: SAXPY compiled to LTO IR links into a cubin
-    (an ELF file naming the kernel), and to PTX with target='ptx'."""
+    """The machine's NVRTC and nvJitLink link SAXPY's LTO IR into a cubin and into PTX."""
     if not _have_real():
         pytest.skip("NVRTC or nvJitLink not installed")
     lto = cuabi.Program(SAXPY, name="saxpy.cu").compile(target="ltoir", arch="sm_80")

@@ -117,8 +117,7 @@ def test_compile_arguments_are_checked():
 
 
 def test_nvrtc_not_found_carries_the_report():
-    """When NVRTC cannot be opened, compile() raises NVRTCError with libcuabi's NVRTC
-    report: the file tried, why it failed, and what to do."""
+    """Without NVRTC, compile() raises NVRTCError with libcuabi's report: the file tried, what to do."""
     res = run_json("""
         import json
         import cuabi
@@ -153,9 +152,7 @@ def _fake_nvrtc():
 
 
 def test_program_goes_through_cuabis_nvrtc_family():
-    """Program compiles through cuabi.nvrtc: on the fake NVRTC, what compile() was given
-    (name, headers, options, the architecture, -dlto) reaches the library, the outputs
-    and lowered names come back, and supported_archs() is the library's list."""
+    """Program compiles through cuabi.nvrtc: name, headers, options and arch reach the fake; outputs return."""
     fake = _fake_nvrtc()
     res = run_json("""
         import json

@@ -18,8 +18,7 @@ def _env(**extra):
 
 
 def test_snapshot_reports_every_query():
-    """driver versions, count, and per GPU: name, uuid, memory (the versioned query),
-    utilization, temperature, power (watts), processes with names."""
+    """snapshot() holds the driver versions and each GPU's name, uuid, memory, load, heat, power, processes."""
     res = run_json("""
         import json
         from cuabi import system
@@ -42,8 +41,7 @@ def test_snapshot_reports_every_query():
 
 
 def test_unsupported_queries():
-    """A query the GPU does not support raises NVMLError NOT_SUPPORTED from the property
-    and is None in snapshot(); memory falls back to the first, unversioned query."""
+    """An unsupported query raises NOT_SUPPORTED, is None in snapshot(); memory falls back to the first query."""
     res = run_json("""
         import json
         import cuabi
@@ -62,8 +60,7 @@ def test_unsupported_queries():
 
 
 def test_no_nvml_says_what_to_do():
-    """Without NVML every query raises NVMLError with NVML's own 'library not found'
-    code and libcuabi's report, which says to install the driver."""
+    """Without NVML every query raises NVMLError with NVML_ERROR_LIBRARY_NOT_FOUND and libcuabi's report."""
     res = run_json("""
         import json
         import cuabi
@@ -126,8 +123,7 @@ def test_importing_system_loads_nothing():
 
 
 def test_many_processes_are_all_listed():
-    """More processes than the first array holds: NVML's 'insufficient size' makes cuabi
-    ask again with room for all of them."""
+    """More processes than the first array holds are all listed: cuabi asks again with room for them."""
     res = run_json("""
         import json
         from cuabi import system
