@@ -31,6 +31,21 @@ if ! "$PYTHON" -c "import pytest, cffi, pycparser" 2>/dev/null; then
     || "$PYTHON" -m pip install --quiet --disable-pip-version-check --break-system-packages pytest cffi pycparser
 fi
 
+# ---- the Python suite's checking tools (issue 10), for $PYTHON (CPython; PyPy's venv has none
+# and the conftest lets those tests skip there only):
+#   hypothesis - the stateful property tests (tests/python/test_properties.py);
+#   mypy       - the type check of examples/ and tests/python/data/typed_usage.py
+#                (tests/python/test_types.py);
+#   numpy      - the misuse corpus's consumers of cuabi's memory (np.frombuffer,
+#                np.asarray, np.from_dlpack: tests/python/misuse_corpus.py).
+# Pinned so that a new release cannot change what the suite checks.
+CUABI_PY_TEST_PKGS=(hypothesis==6.170.15 mypy==2.4.1 numpy==2.4.6)
+if ! "$PYTHON" -c "import hypothesis, mypy, numpy" 2>/dev/null; then
+  echo "== installing ${CUABI_PY_TEST_PKGS[*]} for $PYTHON"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check "${CUABI_PY_TEST_PKGS[@]}" \
+    || "$PYTHON" -m pip install --quiet --disable-pip-version-check --break-system-packages "${CUABI_PY_TEST_PKGS[@]}"
+fi
+
 # ---- languages (tests/languages, docs/languages): the toolchains of every language whose
 # example CI builds against cuabi. Debian's packages, and Zig from PyPI (Debian 12 has none).
 # About 2-3 minutes on a fresh machine; the tests themselves take about a minute.

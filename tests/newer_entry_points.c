@@ -43,6 +43,14 @@ struct entry {
     void (*fn)(void);
 };
 
+/* Every forwarder is referenced weakly: one that libcuabi does not export links as
+ * a null address, which main reports, instead of failing the link of this program. */
+#define PRAGMA(text) _Pragma(#text)
+#define CUABI_ENTRY(index, name, driver_name, version, ptds_version, signature) \
+    PRAGMA(weak cuabi_##name)
+#include "generated/entry_points.h"
+#undef CUABI_ENTRY
+
 #define CUABI_ENTRY(index, name, driver_name, version, ptds_version, signature) \
     { index, #name, version, ptds_version, signature, (void (*)(void))cuabi_##name },
 static const struct entry entries[] = {
@@ -144,10 +152,17 @@ int main(void)
         return 1;
     }
     int per_thread = cuabi_default_stream_mode() == 1;
+    unsigned version = (unsigned)cuabi_version();
     printf("driver %s: CUDA %d, %s default stream; library %u.%u.%u\n", cuabi_driver_path(), driver,
-           per_thread ? "per-thread" : "legacy", cuabi_version() >> 16, (cuabi_version() >> 8) & 0xFF,
-           cuabi_version() & 0xFF);
+           per_thread ? "per-thread" : "legacy", version >> 16, (version >> 8) & 0xFFu,
+           version & 0xFFu);
     unsigned passed = 0, failed = 0, not_called = 0;
+    for (size_t i = 0; i < COUNT(entries); i++) {
+        if (entries[i].fn == NULL) {
+            printf("FAIL: cuabi_%s is not exported by %s\n", entries[i].name, "libcuabi.so.1");
+            failed++;
+        }
+    }
     for (size_t n = 0; n < COUNT(nodes); n++) {
         if (nodes[n].cuda_version <= driver)
             continue; /* a node this driver is new enough for */
@@ -159,6 +174,8 @@ int main(void)
         for (unsigned i = nodes[n].first; i < nodes[n].first + nodes[n].count; i++) {
             const struct entry *e = &entries[i];
             int pinned = per_thread ? e->ptds_version : e->version;
+            if (e->fn == NULL)
+                continue; /* reported above */
             if (pinned <= driver) {
                 printf("not called: %s (%s) is pinned at %d, which this driver has\n", e->name,
                        nodes[n].name, pinned);

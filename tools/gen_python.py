@@ -5,6 +5,8 @@ Reads ``include/cuabi/driver_api.json`` (written by tools/gen_driver_api.py)
 and writes, deterministically:
 
 * ``python/cuabi/driver.py``  - one wrapper factory per entry point;
+* ``python/cuabi/driver.pyi`` - its types, for type checkers (the functions
+  exist only after first use, behind the module's ``__getattr__``);
 * ``python/cuabi/_tables.py`` - enum and ``#define`` values;
 * ``python/cuabi/_constants.py`` - the few of those the Pythonic layer uses
   (listed in ``PYTHON_CONSTANTS`` below), as plain ints in a module that is
@@ -44,6 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "python")
 TABLE = os.path.join(ROOT, "include", "cuabi", "driver_api.json")
 OUT_DRIVER = os.path.join(HERE, "cuabi", "driver.py")
+OUT_DRIVER_STUB = os.path.join(HERE, "cuabi", "driver.pyi")
 OUT_TABLES = os.path.join(HERE, "cuabi", "_tables.py")
 OUT_CONSTANTS = os.path.join(HERE, "cuabi", "_constants.py")
 OUT_STRUCTS = os.path.join(HERE, "cuabi", "_structs.py")
@@ -117,16 +120,177 @@ def classify(ep):
     return out
 
 
+# Caller buffers and the parameters that give their size.  driver_api.json
+# says which parameters are caller buffers, but not which parameter sizes each
+# one; this table adds that, read off cuda.h's declarations and documentation.
+# One row: (entry point, buffer parameter, size parameter, unit) - the buffer
+# must hold size * unit bytes, unit being a byte count or a record of the table
+# (its size).  A size parameter of None means the buffer is one object of the
+# unit's size.  When a Python object is passed for the buffer (anything but an
+# int address or None), the generated wrapper checks its size before calling
+# (cuabi._driver_support.need_bytes), so no driver call writes or reads past it.
+# Generation fails if a named entry point or parameter does not exist.
+# Not listed, on purpose: buffers whose size depends on another argument's
+# value (cuPointerGetAttribute, cuMemPoolGet/SetAttribute, cuStreamGetAttribute
+# ...: 4 or 8 bytes by attribute) and structs the driver reads one field of.
+BUFFER_SIZES = (
+    ("cuDeviceGetName", "name", "len", 1),
+    ("cuDeviceGetPCIBusId", "pciBusId", "len", 1),
+    ("cuDeviceGetUuid", "uuid", None, "CUuuid"),
+    ("cuDeviceGetLuid", "luid", None, 8),
+    ("cuDeviceGetProperties", "prop", None, "CUdevprop"),
+    ("cuDeviceGetHostAtomicCapabilities", "capabilities", "count", 4),
+    ("cuDeviceGetHostAtomicCapabilities", "operations", "count", 4),
+    ("cuDeviceGetP2PAtomicCapabilities", "capabilities", "count", 4),
+    ("cuDeviceGetP2PAtomicCapabilities", "operations", "count", 4),
+    ("cuIpcGetMemHandle", "pHandle", None, "CUipcMemHandle"),
+    ("cuIpcGetEventHandle", "pHandle", None, "CUipcEventHandle"),
+    ("cuArrayGetDescriptor", "pArrayDescriptor", None, "CUDA_ARRAY_DESCRIPTOR"),
+    ("cuArray3DGetDescriptor", "pArrayDescriptor", None, "CUDA_ARRAY3D_DESCRIPTOR"),
+    ("cuGraphExecUpdate", "resultInfo", None, "CUgraphExecUpdateResultInfo"),
+    ("cuMemcpyDtoH", "dstHost", "ByteCount", 1),
+    ("cuMemcpyDtoHAsync", "dstHost", "ByteCount", 1),
+    ("cuMemcpyHtoD", "srcHost", "ByteCount", 1),
+    ("cuMemcpyHtoDAsync", "srcHost", "ByteCount", 1),
+    ("cuMemcpyAtoH", "dstHost", "ByteCount", 1),
+    ("cuMemcpyAtoHAsync", "dstHost", "ByteCount", 1),
+    ("cuMemcpyHtoA", "srcHost", "ByteCount", 1),
+    ("cuMemcpyHtoAAsync", "srcHost", "ByteCount", 1),
+    ("cuMemHostRegister", "p", "bytesize", 1),
+    ("cuMemRangeGetAttribute", "data", "dataSize", 1),
+    ("cuParamSetv", "ptr", "numbytes", 1),
+    ("cuLinkAddData", "data", "size", 1),
+    ("cuLogsDumpToMemory", "buffer", "size", 1),
+    ("cuCoredumpGetAttribute", "value", "size", 1),
+    ("cuCoredumpGetAttributeGlobal", "value", "size", 1),
+    ("cuCoredumpSetAttribute", "value", "size", 1),
+    ("cuCoredumpSetAttributeGlobal", "value", "size", 1),
+    ("cuGraphGetNodes", "nodes", "numNodes", 8),
+    ("cuGraphGetRootNodes", "rootNodes", "numRootNodes", 8),
+    ("cuGraphGetEdges", "from", "numEdges", 8),
+    ("cuGraphGetEdges", "to", "numEdges", 8),
+    ("cuGraphGetEdges", "edgeData", "numEdges", "CUgraphEdgeData"),
+    ("cuGraphNodeGetDependencies", "dependencies", "numDependencies", 8),
+    ("cuGraphNodeGetDependencies", "edgeData", "numDependencies", "CUgraphEdgeData"),
+    ("cuGraphNodeGetDependentNodes", "dependentNodes", "numDependentNodes", 8),
+    ("cuGraphNodeGetDependentNodes", "edgeData", "numDependentNodes", "CUgraphEdgeData"),
+    ("cuGraphAddDependencies", "from", "numDependencies", 8),
+    ("cuGraphAddDependencies", "to", "numDependencies", 8),
+    ("cuGraphAddDependencies", "edgeData", "numDependencies", "CUgraphEdgeData"),
+    ("cuGraphRemoveDependencies", "from", "numDependencies", 8),
+    ("cuGraphRemoveDependencies", "to", "numDependencies", 8),
+    ("cuGraphRemoveDependencies", "edgeData", "numDependencies", "CUgraphEdgeData"),
+    ("cuGraphAddBatchMemOpNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddChildGraphNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddEmptyNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddEventRecordNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddEventWaitNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddExternalSemaphoresSignalNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddExternalSemaphoresWaitNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddHostNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddKernelNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddMemAllocNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddMemFreeNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddMemcpyNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddMemsetNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddNode", "dependencies", "numDependencies", 8),
+    ("cuGraphAddNode", "dependencyData", "numDependencies", "CUgraphEdgeData"),
+    ("cuStreamBeginCaptureToGraph", "dependencies", "numDependencies", 8),
+    ("cuStreamBeginCaptureToGraph", "dependencyData", "numDependencies", "CUgraphEdgeData"),
+    ("cuStreamUpdateCaptureDependencies", "dependencies", "numDependencies", 8),
+    ("cuStreamUpdateCaptureDependencies", "dependencyData", "numDependencies", "CUgraphEdgeData"),
+    ("cuGraphicsMapResources", "resources", "count", 8),
+    ("cuGraphicsUnmapResources", "resources", "count", 8),
+    ("cuLaunchCooperativeKernelMultiDevice", "launchParamsList", "numDevices", "CUDA_LAUNCH_PARAMS"),
+    ("cuLibraryEnumerateKernels", "kernels", "numKernels", 8),
+    ("cuModuleEnumerateFunctions", "functions", "numFunctions", 8),
+    ("cuModuleLoadDataEx", "options", "numOptions", 4),
+    ("cuModuleLoadDataEx", "optionValues", "numOptions", 8),
+    ("cuLinkCreate", "options", "numOptions", 4),
+    ("cuLinkCreate", "optionValues", "numOptions", 8),
+    ("cuLinkAddData", "options", "numOptions", 4),
+    ("cuLinkAddData", "optionValues", "numOptions", 8),
+    ("cuLinkAddFile", "options", "numOptions", 4),
+    ("cuLinkAddFile", "optionValues", "numOptions", 8),
+    ("cuLibraryLoadData", "jitOptions", "numJitOptions", 4),
+    ("cuLibraryLoadData", "jitOptionsValues", "numJitOptions", 8),
+    ("cuLibraryLoadData", "libraryOptions", "numLibraryOptions", 4),
+    ("cuLibraryLoadData", "libraryOptionValues", "numLibraryOptions", 8),
+    ("cuLibraryLoadFromFile", "jitOptions", "numJitOptions", 4),
+    ("cuLibraryLoadFromFile", "jitOptionsValues", "numJitOptions", 8),
+    ("cuLibraryLoadFromFile", "libraryOptions", "numLibraryOptions", 4),
+    ("cuLibraryLoadFromFile", "libraryOptionValues", "numLibraryOptions", 8),
+    ("cuMemBatchDecompressAsync", "paramsArray", "count", "CUmemDecompressParams"),
+    ("cuMemMapArrayAsync", "mapInfoList", "count", "CUarrayMapInfo"),
+    ("cuMemPoolSetAccess", "map", "count", "CUmemAccessDesc"),
+    ("cuMemSetAccess", "desc", "count", "CUmemAccessDesc"),
+    ("cuMemcpy3DBatchAsync", "opList", "numOps", "CUDA_MEMCPY3D_BATCH_OP"),
+    ("cuMemcpyBatchAsync", "dsts", "count", 8),
+    ("cuMemcpyBatchAsync", "srcs", "count", 8),
+    ("cuMemcpyBatchAsync", "sizes", "count", 8),
+    ("cuMemcpyBatchAsync", "attrs", "numAttrs", "CUmemcpyAttributes"),
+    ("cuMemcpyBatchAsync", "attrsIdxs", "numAttrs", 8),
+    ("cuMemPrefetchBatchAsync", "dptrs", "count", 8),
+    ("cuMemPrefetchBatchAsync", "sizes", "count", 8),
+    ("cuMemPrefetchBatchAsync", "prefetchLocs", "numPrefetchLocs", "CUmemLocation"),
+    ("cuMemPrefetchBatchAsync", "prefetchLocIdxs", "numPrefetchLocs", 8),
+    ("cuMemDiscardBatchAsync", "dptrs", "count", 8),
+    ("cuMemDiscardBatchAsync", "sizes", "count", 8),
+    ("cuMemDiscardAndPrefetchBatchAsync", "dptrs", "count", 8),
+    ("cuMemDiscardAndPrefetchBatchAsync", "sizes", "count", 8),
+    ("cuMemDiscardAndPrefetchBatchAsync", "prefetchLocs", "numPrefetchLocs", "CUmemLocation"),
+    ("cuMemDiscardAndPrefetchBatchAsync", "prefetchLocIdxs", "numPrefetchLocs", 8),
+    ("cuMemRangeGetAttributes", "data", "numAttributes", 8),
+    ("cuMemRangeGetAttributes", "dataSizes", "numAttributes", 8),
+    ("cuMemRangeGetAttributes", "attributes", "numAttributes", 4),
+    ("cuPointerGetAttributes", "attributes", "numAttributes", 4),
+    ("cuPointerGetAttributes", "data", "numAttributes", 8),
+    ("cuStreamBatchMemOp", "paramArray", "count", "CUstreamBatchMemOpParams"),
+    ("cuSignalExternalSemaphoresAsync", "extSemArray", "numExtSems", 8),
+    ("cuSignalExternalSemaphoresAsync", "paramsArray", "numExtSems", "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS"),
+    ("cuWaitExternalSemaphoresAsync", "extSemArray", "numExtSems", 8),
+    ("cuWaitExternalSemaphoresAsync", "paramsArray", "numExtSems", "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS"),
+    ("cuDevSmResourceSplitByCount", "result", "nbGroups", "CUdevResource"),
+)
+
+
+def buffer_checks(table):
+    """``{entry point: [(buffer param, size param or None, unit bytes)]}`` from
+    :data:`BUFFER_SIZES`, every name checked against the table."""
+    eps = {e["name"]: e for e in table["entry_points"]}
+    records = table["records"]
+    out = {}
+    for name, buf, size, unit in BUFFER_SIZES:
+        ep = eps.get(name)
+        if ep is None:
+            raise SystemExit("gen_python: BUFFER_SIZES names %s, which the table does not have" % name)
+        params = {p["name"]: p for p in ep["params"]}
+        for what in (buf, size):
+            if what is not None and what not in params:
+                raise SystemExit("gen_python: BUFFER_SIZES: %s has no parameter %r" % (name, what))
+        if not params[buf]["type"].endswith("*"):
+            raise SystemExit("gen_python: BUFFER_SIZES: %s.%s is not a pointer" % (name, buf))
+        if isinstance(unit, str):
+            if unit not in records:
+                raise SystemExit("gen_python: BUFFER_SIZES: the table has no record %r" % unit)
+            unit = records[unit]["size"]
+        out.setdefault(name, []).append((buf, size, unit))
+    return out
+
+
 # how the speedups module converts each parameter (see fast_spec)
 _FAST_KIND = {"value": "v", "ptr": "a", "devptr": "a", "cstr": "s", "out": "o"}
 
 
-def fast_spec(ep):
+def fast_spec(ep, checks=None):
     """(out index, out letter, parameter kinds) when the entry point has one
-    scalar output and no in-out or by-value struct parameter: the compiled
-    speedups module has a C function for it.  None otherwise.  Kinds, one per
+    scalar output, no in-out or by-value struct parameter and no buffer size to
+    check (``checks``, from :func:`buffer_checks`): the compiled speedups
+    module has a C function for it.  None otherwise.  Kinds, one per
     parameter: o output, v integer value, a address (``_address.address``),
     s C string (``_address.cstring``)."""
+    if checks and ep["name"] in checks:
+        return None
     params = classify(ep)
     outs = [(i, k, letter, p) for i, (k, letter, p) in enumerate(params) if k in ("out", "inout")]
     if len(outs) != 1 or outs[0][1] != "out":
@@ -188,7 +352,19 @@ def _input_lines(params):
     return lines, call
 
 
-def _wrapper_def(ep, params, args, outs, inputs, call, doc=None):
+def _size_lines(ep, checks):
+    """The buffer size checks (:data:`BUFFER_SIZES`), before any conversion:
+    only for Python objects, not for int addresses or None."""
+    lines = []
+    for buf, size, unit in checks or ():
+        a = pyname(buf)
+        need = str(unit) if size is None else "%s * %d" % (pyname(size), unit) if unit != 1 else pyname(size)
+        lines.append("        if %s.__class__ is not int and %s is not None: _need(%s, %s, %r, %r, %r)"
+                     % (a, a, a, need, ep["name"], buf, size))
+    return lines
+
+
+def _wrapper_def(ep, params, args, outs, inputs, call, checks=None, doc=None):
     """The wrapper's def.  Its output cells live in _tls, the holder the
     backend gives (per thread, or shared where the call keeps the GIL)."""
     name = ep["name"]
@@ -199,6 +375,7 @@ def _wrapper_def(ep, params, args, outs, inputs, call, doc=None):
 
     w("def %s(%s):" % (name, ", ".join(args)))
     L.extend((doc or _doc)(ep, args, outs))
+    L.extend(_size_lines(ep, checks))
     L.extend(inputs)
     if outs:
         names = ", ".join("_o%d" % n for n in range(len(outs)))
@@ -239,7 +416,7 @@ def _wrapper_def(ep, params, args, outs, inputs, call, doc=None):
     return L
 
 
-def gen_function(ep):
+def gen_function(ep, checks=None):
     name = ep["name"]
     params = classify(ep)
     args = [pyname(p["name"]) for kind, _l, p in params if kind not in ("out",)]
@@ -261,9 +438,9 @@ def gen_function(ep):
     if outs:
         w("    _tls = _b.cells(%r)" % name)
     w("")
-    L.extend(_wrapper_def(ep, params, args, outs, inputs, call))
+    L.extend(_wrapper_def(ep, params, args, outs, inputs, call, (checks or {}).get(name)))
     w("")
-    if fast_spec(ep) is not None:
+    if fast_spec(ep, checks) is not None:
         # the compiled speedups module's C function, where there is one
         w("    return _fast(%r, %s, %r) or %s" % (name, name, "(%s)" % ", ".join(args), name))
     else:
@@ -278,6 +455,7 @@ def out_mask(ep):
 
 def gen_driver(table):
     eps = sorted(table["entry_points"], key=lambda e: e["name"])
+    checks = buffer_checks(table)
     parts = ['# ' + HEADER,
              '"""Every CUDA driver entry point, called through libcuabi.',
              "",
@@ -285,8 +463,9 @@ def gen_driver(table):
              "take the input parameters in CUDA's order; output parameters are returned",
              "(a tuple when there are several).  Pointer inputs take an ``int`` address or",
              "handle, ``None`` for NULL, a cuabi object, or any buffer-protocol object",
-             "(its memory is passed by address).  A failing call raises a subclass of",
-             ":class:`cuabi.CUDAError`.",
+             "(its memory is passed by address; where a parameter gives the buffer's",
+             "size, a Python buffer smaller than that is refused with ValueError before",
+             "the call).  A failing call raises a subclass of :class:`cuabi.CUDAError`.",
              "",
              "Enum types (``CUresult``, ``CUdevice_attribute`` ...) are ``IntEnum`` classes",
              "built on first access; their members and the ``#define`` constants of",
@@ -297,13 +476,13 @@ def gen_driver(table):
              "",
              "from ._driver_support import address as _address, bind as _bind, check as _check",
              "from ._driver_support import cstring as _cstring, cstr_at as _cstr_at, fast as _fast",
-             "from ._driver_support import raise_for as _raise",
+             "from ._driver_support import need_bytes as _need, raise_for as _raise",
              "",
              "CUDA_HEADERS_VERSION = %d" % table["cuda_version"],
              "",
              ""]
     for ep in eps:
-        parts.append(gen_function(ep))
+        parts.append(gen_function(ep, checks))
         parts.append("")
         parts.append("")
     parts.append("_ENTRY_POINTS = {")
@@ -337,6 +516,68 @@ def entry_points():
 '''
 
 
+# Python types of the stub (driver.pyi): by signature letter for values,
+# by output kind for results
+_PY_VALUE = {"f": "float", "d": "float"}
+
+
+def _stub_function(ep):
+    """One ``def`` of driver.pyi: the wrapper's parameters and result, typed."""
+    params = classify(ep)
+    args = []
+    for kind, letter, p in params:
+        if kind == "out":
+            continue
+        if kind == "value":
+            t = _PY_VALUE.get(letter, "int")
+        elif kind == "cstr":
+            t = "_CString"
+        elif kind == "struct":
+            t = "_Struct"
+        elif kind == "inout":
+            t = _PY_VALUE.get(letter, "int")
+        else:
+            t = "_Address"
+        args.append("%s: %s" % (pyname(p["name"]), t))
+    rets = []
+    for kind, letter, p in params:
+        if kind not in ("out", "inout"):
+            continue
+        if (p.get("pointee") or "").replace(" ", "") == "constchar*":
+            rets.append("Optional[str]")
+        else:
+            rets.append(_PY_VALUE.get(letter, "int"))
+    ret = "None" if not rets else rets[0] if len(rets) == 1 else "Tuple[%s]" % ", ".join(rets)
+    return "def %s(%s) -> %s: ..." % (ep["name"], ", ".join(args), ret)
+
+
+def gen_driver_stub(table):
+    """driver.pyi: what type checkers see of cuabi.driver (the module itself
+    builds its functions on first use, behind a module __getattr__)."""
+    lines = ["# " + HEADER,
+             '"""Types of :mod:`cuabi.driver` for type checkers (see driver.py)."""',
+             "",
+             "from typing import Any, List, Optional, Tuple, Union",
+             "",
+             "# a pointer or handle argument: an int, None, a cuabi object, another",
+             "# library's array, a str or any buffer (see cuabi._address.address)",
+             "_Address = Union[int, None, object]",
+             "_CString = Union[str, bytes, int, None]",
+             "# a struct passed by value: its members as a tuple, or its bytes",
+             "_Struct = Union[Tuple[Any, ...], bytes, bytearray]",
+             "",
+             "CUDA_HEADERS_VERSION: int",
+             "",
+             "def entry_points() -> List[str]: ...",
+             "",
+             "# enum classes, their members and cuda.h's #define constants",
+             "def __getattr__(name: str) -> Any: ...",
+             ""]
+    for ep in sorted(table["entry_points"], key=lambda e: e["name"]):
+        lines.append(_stub_function(ep))
+    return "\n".join(lines) + "\n"
+
+
 def gen_tables(table):
     enums = {k: dict(v) for k, v in sorted(table["enums"].items())}
     defines = dict(sorted(table["defines"].items()))
@@ -355,7 +596,9 @@ def gen_tables(table):
 # The enumerators and #defines the Pythonic layer passes to the driver.  A name
 # used there goes here; generation fails if CUDA's headers lack it.
 PYTHON_CONSTANTS = (
-    "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_NOT_READY",
+    "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_INVALID_HANDLE",
+    "CUDA_ERROR_INVALID_VALUE",
+    "CUDA_ERROR_NOT_READY",
     "CU_GET_PROC_ADDRESS_LEGACY_STREAM", "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM",
     "CU_EVENT_BLOCKING_SYNC", "CU_EVENT_DISABLE_TIMING", "CU_EVENT_INTERPROCESS",
     "CU_JIT_ERROR_LOG_BUFFER", "CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES",
@@ -557,8 +800,9 @@ def gen_fast(table):
     in cuabi._signature.GIL_HELD, else release; inputs: the Python names of the input
     parameters, comma-separated, or - for none)."""
     lines = ["# " + HEADER]
+    checks = buffer_checks(table)
     for ep in sorted(table["entry_points"], key=lambda e: e["name"]):
-        f = fast_spec(ep)
+        f = fast_spec(ep, checks)
         if f is not None:
             gil = "hold" if ep["name"] in GIL_HELD else "release"
             names = [pyname(p["name"]) for k, _l, p in classify(ep) if k != "out"]
@@ -766,7 +1010,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     with open(args.table) as f:
         table = json.load(f)
-    outputs = {OUT_DRIVER: gen_driver(table), OUT_TABLES: gen_tables(table),
+    outputs = {OUT_DRIVER: gen_driver(table), OUT_DRIVER_STUB: gen_driver_stub(table),
+               OUT_TABLES: gen_tables(table),
                OUT_CONSTANTS: gen_constants(table), OUT_STRUCTS: gen_structs(table),
                OUT_OWN_TABLE: gen_own_table(table), OUT_OWN_CDEF: gen_own_cdef(table),
                OUT_CDEF: gen_cdef(table), OUT_FAST: gen_fast(table),

@@ -18,6 +18,10 @@ driver on the first driver call, NVRTC on the first compilation, and so on.
 ``python -m cuabi`` prints a diagnostic report.
 """
 
+# True for type checkers (mypy and pyright read the name), False at run time:
+# importing typing here would cost milliseconds of every `import cuabi`
+TYPE_CHECKING = False
+
 __version__ = "1.1.0"
 
 # public name -> (submodule, attribute); resolved on first access (PEP 562)
@@ -85,6 +89,38 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
+
+if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazily (below)
+    from ._context import Context as Context
+    from ._device import (
+        Device as Device, current_context as current_context, devices as devices, init as init)
+    from ._event import Event as Event
+    from ._graph import Graph as Graph, GraphExec as GraphExec
+    from ._interop import (
+        asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
+        from_dlpack as from_dlpack)
+    from ._kernel import Kernel as Kernel
+    from ._launch import LaunchConfig as LaunchConfig, launch as launch
+    from ._memory import (
+        DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
+        MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy)
+    from ._module import Library as Library, Module as Module
+    from ._own_api import (
+        backend_name as backend_name, call as call, default_stream_mode as default_stream_mode,
+        driver_path as driver_path, driver_report as driver_report, driver_status as driver_status,
+        driver_version as driver_version, error_name as error_name, error_string as error_string,
+        get_proc as get_proc, library_path as library_path, library_version as library_version,
+        load as load, set_default_stream_mode as set_default_stream_mode)
+    from ._program import (
+        ObjectCode as ObjectCode, Program as Program, nvrtc_path as nvrtc_path,
+        nvrtc_version as nvrtc_version)
+    from ._stream import Stream as Stream
+    from . import driver as driver
+    from . import errors as errors
+    from .errors import (
+        CUDAError as CUDAError, ClosedError as ClosedError, ConfigurationError as ConfigurationError,
+        DriverLoadError as DriverLoadError, LibraryNotFoundError as LibraryNotFoundError,
+        NVRTCError as NVRTCError)
 
 
 def __getattr__(name):

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import driver as _d
 from ._context import Context
+from ._interrupts import deferred
 from .errors import CUDAError
 
 _init_lock = threading.Lock()
@@ -31,19 +32,18 @@ _ctx_by_handle: "weakref.WeakValueDictionary[int, Context]" = weakref.WeakValueD
 
 
 def current_context(device: Any = None) -> Context:
-    """The context cuabi should create resources in, made current if needed.
+    """The context cuabi creates resources in (see cuabi._context).
 
-    With ``device`` given, that device's primary context; otherwise the context
-    current on this thread (even one made current by another library), or the
-    primary context of device 0 when none is current - as the CUDA runtime does.
+    With ``device`` given, that device's primary context, not made current
+    (constructors push it for their call); otherwise the context current on
+    this thread (even one made current by another library), or, when none is
+    current, the primary context of device 0, made current - as the CUDA
+    runtime does.
     """
     init()
     if device is not None:
         dev = device if isinstance(device, Device) else Device(device)
-        ctx = dev.context
-        if _d.cuCtxGetCurrent() != ctx._h:
-            ctx.set_current()
-        return ctx
+        return dev.context
     h = _d.cuCtxGetCurrent()
     if h:
         ctx = _ctx_by_handle.get(h)
@@ -186,7 +186,7 @@ class Device:
         """This device's primary context (retained by cuabi on first use)."""
         ctx = self._ctx
         if ctx is None or ctx._h is None:
-            with self._cache_lock:
+            with self._cache_lock, deferred():
                 ctx = self._ctx
                 if ctx is None or ctx._h is None:
                     h = _d.cuDevicePrimaryCtxRetain(self._dev)

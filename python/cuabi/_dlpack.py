@@ -8,6 +8,7 @@ without it (PyPy) the functions here raise :class:`BufferError` saying so.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from typing import Any, Callable, Optional, Tuple
 
@@ -91,7 +92,28 @@ class _DLManagedTensorVersioned(ctypes.Structure):
 
 _capi_lock = threading.Lock()
 _capi = None
-_live = {}  # address of a managed tensor we exported -> what keeps it valid
+
+
+class _Export:
+    """One exported tensor: the ctypes structures the consumer reads, the
+    object whose memory it is (kept alive until released), and the capsule
+    while cuabi still holds it (see :func:`export`)."""
+
+    __slots__ = ("mt", "shape", "strides", "source", "capsule", "name")
+
+    def __init__(self, mt: Any, shape: Any, strides: Any, source: Any, name: bytes) -> None:
+        self.mt = mt
+        self.shape = shape
+        self.strides = strides
+        self.source = source
+        self.capsule: Any = None
+        self.name = name
+
+
+# address of a managed tensor we exported -> its export.  Only single dict
+# operations touch it (atomic under the GIL; sweeps work on a snapshot), so
+# that no lock is ever held while an export's memory is released.
+_live: "dict[int, _Export]" = {}
 
 
 def _pyapi():
@@ -117,16 +139,11 @@ def _pyapi():
             setname = api.PyCapsule_SetName
             setname.restype = ctypes.c_int
             setname.argtypes = [ctypes.py_object, ctypes.c_char_p]
-            # the destructor receives the capsule as a borrowed PyObject*
-            valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
-                ("PyCapsule_IsValid", api))
-            get_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-                ("PyCapsule_GetPointer", api))
-            _capi = (new, get, valid, setname, valid_raw, get_raw)
+            _capi = (new, get, valid, setname)
     return _capi
 
 
-def _free_exported(addr):
+def _free_exported(addr: int) -> None:
     _live.pop(addr, None)
 
 
@@ -136,27 +153,41 @@ def _deleter(addr):
     _free_exported(addr)
 
 
-def _capsule_destructor(name):
-    @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-    def destructor(capsule):
-        # an unconsumed capsule still carries its original name: free the tensor
-        try:
-            _n, _g, _v, _s, valid_raw, get_raw = _capi
-            if valid_raw(capsule, name):
-                addr = get_raw(capsule, name)
-                if addr:
-                    _free_exported(addr)
-        except Exception:
-            pass
-    return destructor
+# A capsule cuabi hands out has no destructor.  A destructor written in
+# Python runs as a ctypes callback, and a consumer that gives up (numpy's
+# from_dlpack on device memory) drops the capsule with its exception already
+# set: the callback then cannot run without losing that exception, which
+# turned the consumer's error into "SystemError: ... returned NULL without
+# setting an exception".  Instead cuabi keeps a reference to every capsule
+# it made, and _sweep() looks at them when it matters (the next export,
+# exported_count(), closing the memory): a capsule only cuabi still holds
+# was dropped by its consumer; if it was never consumed (still named
+# "dltensor"), its export is freed; if it was, the consumer owns the tensor
+# and calls the deleter when done.
+_REFS_WHEN_ONLY_OURS = 3  # _Export.capsule, the local in _sweep, getrefcount's argument
 
 
-_DESTRUCTORS = {}
+def _sweep() -> None:
+    """Free the exports whose capsules their consumer dropped unconsumed."""
+    if not _live:
+        return
+    _new, _get, valid, _setname = _pyapi()
+    getrefcount = sys.getrefcount
+    for addr, e in list(_live.items()):
+        cap = e.capsule
+        if cap is None or getrefcount(cap) > _REFS_WHEN_ONLY_OURS:
+            continue
+        if valid(cap, e.name):
+            _live.pop(addr, None)  # never consumed: nobody will call the deleter
+        else:
+            e.capsule = None  # consumed: the consumer calls the deleter
+        del cap
 
 
 def export(arr: Any, ptr: int, versioned: bool) -> Any:
     """A DLPack capsule for the device array ``arr`` whose data is at ``ptr``."""
-    new, _get, _valid, _setname, _vr, _gr = _pyapi()
+    new, _get, _valid, _setname = _pyapi()
+    _sweep()
     typestr, kind, size = dtype_info(arr.typestr)
     ndim = len(arr.shape)
     shape = (ctypes.c_int64 * max(1, ndim))(*arr.shape)
@@ -190,16 +221,23 @@ def export(arr: Any, ptr: int, versioned: bool) -> Any:
     mt.deleter = _deleter
     addr = ctypes.addressof(mt)
     mt.manager_ctx = addr
-    _live[addr] = (mt, shape, strides, arr)
-    d = _DESTRUCTORS.get(name)
-    if d is None:
-        d = _DESTRUCTORS[name] = _capsule_destructor(name)
-    return new(addr, name, ctypes.cast(d, ctypes.c_void_p).value)
+    e = _Export(mt, shape, strides, arr, name)
+    e.capsule = new(addr, name, None)
+    _live[addr] = e
+    return e.capsule
 
 
 def exported_count() -> int:
     """DLPack tensors exported by cuabi that their consumers have not yet released."""
+    _sweep()
     return len(_live)
+
+
+def exported_from(buf: Any) -> int:
+    """How many unreleased DLPack exports show memory of the buffer ``buf``."""
+    _sweep()
+    return sum(1 for e in list(_live.values())
+               if e.source is buf or getattr(e.source, "_owner", None) is buf)
 
 
 class Imported:
@@ -229,7 +267,7 @@ def consume(obj: Any, stream: Any) -> Imported:
     The capsule is marked used; the caller owns the tensor and calls
     ``release()`` on the result when done with the memory.
     """
-    _new, get, valid, setname, _vr, _gr = _pyapi()
+    _new, get, valid, setname = _pyapi()
     dev = getattr(obj, "__dlpack_device__", None)
     if dev is None or not hasattr(obj, "__dlpack__"):
         raise TypeError("%s does not implement the DLPack protocol" % type(obj).__name__)

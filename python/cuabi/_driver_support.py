@@ -17,7 +17,40 @@ from ._address import address, cstring
 from ._backend import backend
 from ._signature import check
 
-__all__ = ["address", "bind", "check", "cstr_at", "cstring", "fast", "raise_for"]
+__all__ = ["address", "bind", "check", "cstr_at", "cstring", "fast", "need_bytes", "raise_for"]
+
+
+def _byte_size(obj: Any) -> Optional[int]:
+    """How many bytes ``obj`` holds, when Python can tell: a buffer-protocol
+    object, a cuabi buffer (``size``) or array (``nbytes``), a str (encoded,
+    with its NUL); None for anything else (then nothing is checked)."""
+    if isinstance(obj, str):
+        return len(obj.encode("utf-8")) + 1
+    try:
+        return memoryview(obj).nbytes
+    except TypeError:
+        pass
+    for attr in ("nbytes", "size"):
+        n = getattr(obj, attr, None)
+        if isinstance(n, int) and not isinstance(n, bool):
+            return n
+    return None
+
+
+def need_bytes(obj: Any, need: Any, function: str, param: str, size_param: Optional[str]) -> None:
+    """Refuse a Python buffer ``obj`` smaller than the ``need`` bytes the call
+    will read or write through parameter ``param`` (the generated wrappers call
+    this before converting it to an address)."""
+    if not isinstance(need, int) or need <= 0:
+        return  # a bad size argument is refused by its own check, later
+    have = _byte_size(obj)
+    if have is not None and have < need:
+        if size_param is None:
+            why = "the driver uses %d bytes there" % need
+        else:
+            why = "%s asks for %d" % (size_param, need)
+        raise ValueError("%s: %s holds %d bytes but %s; pass a buffer of at least %d bytes"
+                         % (function, param, have, why, need))
 
 
 def cstr_at(addr: int) -> Optional[str]:

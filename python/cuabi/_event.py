@@ -7,8 +7,9 @@ from typing import Any, Callable
 
 from . import driver as _d
 from ._constants import (CU_EVENT_BLOCKING_SYNC, CU_EVENT_DISABLE_TIMING, CU_EVENT_INTERPROCESS,
-                         CUDA_ERROR_NOT_READY)
+                         CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_NOT_READY)
 from ._device import current_context
+from ._interrupts import deferred
 from ._resource import Resource
 from .errors import CUDAError
 
@@ -28,11 +29,13 @@ def finished(query: Callable[[int], None], handle: int) -> bool:
 class Event(Resource):
     """A CUDA event: ``Event(device=None, timing=True, blocking_sync=False, interprocess=False)``."""
 
-    __slots__ = ()
+    __slots__ = ("_timing", "_recorded")
 
     def __init__(self, device: Any = None, *, timing: bool = True, blocking_sync: bool = False,
                  interprocess: bool = False) -> None:
         super().__init__()
+        self._timing = bool(timing)
+        self._recorded = False
         ctx = current_context(device)
         flags = 0
         if not timing:
@@ -43,22 +46,53 @@ class Event(Resource):
             if timing:
                 raise ValueError("interprocess events must be created with timing=False")
             flags |= CU_EVENT_INTERPROCESS
-        self._h = _d.cuEventCreate(flags)
-        ctx._adopt(self)
+        with deferred(), ctx._pushed():
+            self._h = _d.cuEventCreate(flags)
+            ctx._adopt(self)
 
     def _release(self, h: int) -> None:
         _d.cuEventDestroy(h)
 
+    def _record_on(self, stream: int) -> None:
+        """Record on the stream handle ``stream`` (what :meth:`cuabi.Stream.record` does)."""
+        h = self.handle
+        with self._in_context():
+            _d.cuEventRecord(h, stream)
+        self._recorded = True
+
+    @property
+    def timing(self) -> bool:
+        """Whether the event records times (``timing=True``, the default)."""
+        return self._timing
+
     def sync(self) -> None:
         """Wait until the work before the event's last recording has finished."""
-        _d.cuEventSynchronize(self.handle)
+        h = self.handle
+        with self._in_context():
+            _d.cuEventSynchronize(h)
 
     def query(self) -> bool:
         """True when the recorded work has finished."""
-        return finished(_d.cuEventQuery, self.handle)
+        h = self.handle
+        with self._in_context():
+            return finished(_d.cuEventQuery, h)
 
     def __sub__(self, start: "Event") -> float:
         """``end - start``: milliseconds between two recorded, completed timing events."""
         if not isinstance(start, Event):
             return NotImplemented
-        return _d.cuEventElapsedTime(start.handle, self.handle)
+        for ev, which in ((start, "start"), (self, "end")):
+            if not ev._timing:
+                raise ValueError("cannot time with the %s event: it was created with timing=False; "
+                                 "use Event() (timing is on by default)" % which)
+        sh, eh = start.handle, self.handle
+        try:
+            with self._in_context():
+                return _d.cuEventElapsedTime(sh, eh)
+        except CUDAError as exc:
+            if exc.code == CUDA_ERROR_INVALID_HANDLE:
+                unrecorded = [w for ev, w in ((start, "start"), (self, "end")) if not ev._recorded]
+                hint = ("the %s event was never recorded (stream.record(event))" % " and ".join(unrecorded)
+                        if unrecorded else "both events must be recorded timing events of one context")
+                exc.args = ("%s: %s" % (exc.args[0], hint),)
+            raise

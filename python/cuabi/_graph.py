@@ -7,9 +7,10 @@ from typing import Any, Optional, Sequence
 
 from . import driver as _d
 from ._constants import (CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_RELAXED,
-                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
 from ._device import current_context
-from ._resource import Resource
+from ._interrupts import cleanup, deferred
+from ._resource import NotCopyable, Resource
 from ._stream import Stream, stream_handle
 from ._structs import FORMATS
 from .errors import CUDAError
@@ -27,33 +28,83 @@ def _mode(mode: str) -> int:
     return m
 
 
-class Capture:
-    """``with Graph.capture(stream) as cap:`` - ``cap.graph`` holds the result."""
+class Capture(NotCopyable):
+    """``with Graph.capture(stream) as cap:`` - ``cap.graph`` holds the result.
 
-    __slots__ = ("stream", "mode", "graph")
+    However the block ends (an exception, a Ctrl-C, even one that arrives
+    while the capture starts), the stream leaves capture mode; the graph of
+    a block that raised is discarded.
+    """
+
+    __slots__ = ("stream", "mode", "graph", "_open")
 
     def __init__(self, stream: Stream, mode: str) -> None:
+        if not isinstance(stream, Stream):
+            raise TypeError("stream must be a cuabi.Stream, got %s" % type(stream).__name__)
         _mode(mode)
         self.stream = stream
         self.mode = mode
         self.graph: Optional[Graph] = None
+        self._open = False  # between the start of the capture and its end
 
     def __enter__(self) -> "Capture":
-        Graph.begin_capture(self.stream, self.mode)
+        try:
+            with deferred():
+                Graph.begin_capture(self.stream, self.mode)
+                self._open = True
+        except BaseException:
+            # a Ctrl-C noted while the capture started: end it before raising
+            cleanup(self._discard)
+            raise
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        cleanup(self._end, exc_type is not None)
+        return False
+
+    def __del__(self) -> None:
+        # the one gap: a Ctrl-C raised as __exit__ is entered, before any of
+        # its code runs; the capture then ends when the interrupted frame goes
+        try:
+            if self._open:
+                self._discard()
+        except Exception:
+            pass
+
+    def _discard(self) -> None:
+        self._open = False
+        _end_if_capturing(self.stream)
+
+    def _end(self, failed: bool) -> None:
+        """End the capture: keep the graph, or discard it when the block raised."""
+        if not self._open:
+            return  # ended already (this is a second try after a Ctrl-C)
+        self._open = False
         try:
             g = Graph.end_capture(self.stream)
         except CUDAError:
-            if exc_type is not None:
-                return False  # the body's error is the interesting one
+            if failed:
+                return  # the body's error is the interesting one
             raise
-        if exc_type is not None:
+        if failed:
             g.close()
-            return False
-        self.graph = g
-        return False
+        else:
+            self.graph = g
+
+
+def _end_if_capturing(stream: Stream) -> None:
+    """End a capture of ``stream`` that is under way, discarding its graph."""
+    h = stream._h
+    if h is None:
+        return
+    with stream._in_context():
+        try:
+            if _d.cuStreamIsCapturing(h):
+                g = _d.cuStreamEndCapture(h)
+                if g:
+                    _d.cuGraphDestroy(g)
+        except CUDAError:
+            pass
 
 
 class Graph(Resource):
@@ -65,8 +116,9 @@ class Graph(Resource):
     def __init__(self, device: Any = None) -> None:
         Resource.__init__(self)
         ctx = current_context(device)
-        self._h = _d.cuGraphCreate(0)
-        ctx._adopt(self)
+        with deferred(), ctx._pushed():
+            self._h = _d.cuGraphCreate(0)
+            ctx._adopt(self)
 
     @staticmethod
     def capture(stream: Stream, mode: str = "global") -> Capture:
@@ -82,20 +134,28 @@ class Graph(Resource):
     def begin_capture(stream: Stream, mode: str = "global") -> None:
         """Start capturing ``stream`` (what entering :meth:`capture` does)."""
         if not isinstance(stream, Stream):
-            raise TypeError("stream must be a cuabi.Stream")
-        _d.cuStreamBeginCapture(stream.handle, _mode(mode))
+            raise TypeError("stream must be a cuabi.Stream, got %s" % type(stream).__name__)
+        m = _mode(mode)
+        h = stream.handle
+        with stream._in_context():
+            _d.cuStreamBeginCapture(h, m)
 
     @staticmethod
     def end_capture(stream: Stream) -> "Graph":
         """Stop capturing ``stream``; the captured work as a new graph."""
-        return Graph._wrap(_d.cuStreamEndCapture(stream.handle))
+        if not isinstance(stream, Stream):
+            raise TypeError("stream must be a cuabi.Stream, got %s" % type(stream).__name__)
+        h = stream.handle
+        with deferred(), stream._in_context():
+            return Graph._wrap(_d.cuStreamEndCapture(h), stream._ctx)
 
     @classmethod
-    def _wrap(cls, h: int) -> "Graph":
+    def _wrap(cls, h: int, ctx: Any = None) -> "Graph":
+        """A Graph owning the handle ``h`` (call with Ctrl-C deferred)."""
         self = cls.__new__(cls)
         Resource.__init__(self)
         self._h = h
-        current_context()._adopt(self)
+        (ctx if ctx is not None and ctx._h is not None else current_context())._adopt(self)
         return self
 
     def _release(self, h: int) -> None:
@@ -103,16 +163,24 @@ class Graph(Resource):
 
     @property
     def node_count(self) -> int:
-        return _d.cuGraphGetNodes(self.handle, None, 0)
+        """How many nodes the graph has."""
+        h = self.handle
+        with self._in_context():
+            return _d.cuGraphGetNodes(h, None, 0)
 
     def clone(self) -> "Graph":
-        return Graph._wrap(_d.cuGraphClone(self.handle))
+        """A copy of the graph, as a new driver graph (``cuGraphClone``)."""
+        h = self.handle
+        with deferred(), self._in_context():
+            return Graph._wrap(_d.cuGraphClone(h), self._ctx)
 
     def add_empty_node(self, dependencies: Sequence[int] = ()) -> int:
         """Add an empty node depending on the given node handles; returns its handle."""
         deps = list(dependencies)
         arr = bytearray(struct.pack("=%dQ" % len(deps), *deps)) if deps else None
-        return _d.cuGraphAddEmptyNode(self.handle, arr, len(deps))
+        h = self.handle
+        with self._in_context():
+            return _d.cuGraphAddEmptyNode(h, arr, len(deps))
 
     def instantiate(self, flags: int = 0) -> "GraphExec":
         """An executable graph (``cuGraphInstantiate``)."""
@@ -129,19 +197,25 @@ class GraphExec(Resource):
         if not isinstance(graph, Graph):
             raise TypeError("graph must be a cuabi.Graph")
         ctx = graph._ctx or current_context()
-        self._h = _d.cuGraphInstantiate(graph.handle, flags)
-        ctx._adopt(self)
+        gh = graph.handle
+        with deferred(), ctx._pushed():
+            self._h = _d.cuGraphInstantiate(gh, flags)
+            ctx._adopt(self)
 
     def _release(self, h: int) -> None:
         _d.cuGraphExecDestroy(h)
 
     def launch(self, stream: Any = None) -> None:
         """Queue the whole graph on ``stream``."""
-        _d.cuGraphLaunch(self.handle, stream_handle(stream))
+        h, s = self.handle, stream_handle(stream)
+        with self._in_context():
+            _d.cuGraphLaunch(h, s)
 
     def upload(self, stream: Any = None) -> None:
         """Upload the graph's work to the device ahead of the first launch."""
-        _d.cuGraphUpload(self.handle, stream_handle(stream))
+        h, s = self.handle, stream_handle(stream)
+        with self._in_context():
+            _d.cuGraphUpload(h, s)
 
     def update(self, graph: Graph) -> None:
         """Update this executable graph in place to match ``graph`` (same topology).
@@ -152,9 +226,13 @@ class GraphExec(Resource):
         if not isinstance(graph, Graph):
             raise TypeError("graph must be a cuabi.Graph")
         info = bytearray(_UPDATE_INFO.size)
+        h, gh = self.handle, graph.handle
         try:
-            _d.cuGraphExecUpdate(self.handle, graph.handle, info)
+            with self._in_context():
+                _d.cuGraphExecUpdate(h, gh, info)
         except CUDAError as exc:
+            if exc.code != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE:
+                raise  # another failure: the update result says nothing about it
             result = _UPDATE_INFO.unpack(info)[0]
             try:
                 exc.update_result = _d.CUgraphExecUpdateResult(result)

@@ -10,10 +10,11 @@ from typing import Any, List, Optional, Tuple
 from . import driver as _d
 from ._constants import CUDA_ERROR_INVALID_VALUE
 from ._kernel_args import Param, infer_params, layout_for, parse_params
+from ._resource import NO_CONTEXT, NotCopyable
 from .errors import ClosedError, CUDAError, EntryPointError
 
 
-class Kernel:
+class Kernel(NotCopyable):
     """A kernel ready to launch; get one from :meth:`cuabi.Module.get_kernel`.
 
     ``cuabi.launch(stream, config, kernel, *args)`` launches it.  It stays
@@ -73,7 +74,14 @@ class Kernel:
                 attr = _d.CUfunction_attribute[name]
             except KeyError:
                 raise ValueError("unknown function attribute %r" % attr) from None
-        return _d.cuFuncGetAttribute(int(attr), self.handle)
+        h = self.handle
+        with self._in_context():
+            return _d.cuFuncGetAttribute(int(attr), h)
+
+    def _in_context(self) -> Any:
+        """Its module's context, pushed for a call (see cuabi._context)."""
+        owner = self._owner
+        return owner._in_context() if owner is not None else NO_CONTEXT
 
     @property
     def max_threads_per_block(self) -> int:
@@ -88,14 +96,15 @@ class Kernel:
         out = []
         h = self.handle
         i = 0
-        while True:
-            try:
-                out.append(_d.cuFuncGetParamInfo(h, i))
-            except CUDAError as exc:
-                if exc.code == CUDA_ERROR_INVALID_VALUE:  # past the last parameter
-                    break
-                raise
-            i += 1
+        with self._in_context():
+            while True:
+                try:
+                    out.append(_d.cuFuncGetParamInfo(h, i))
+                except CUDAError as exc:
+                    if exc.code == CUDA_ERROR_INVALID_VALUE:  # past the last parameter
+                        break
+                    raise
+                i += 1
         return out
 
     def __repr__(self) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import Any, Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from . import driver as _d
 from ._address import device_pointer
@@ -85,6 +85,15 @@ class LaunchConfig:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("LaunchConfig is immutable; make a new one")
+
+    def __copy__(self) -> "LaunchConfig":
+        return self  # immutable: the object itself is its copy
+
+    def __deepcopy__(self, memo: Any) -> "LaunchConfig":
+        return self
+
+    def __reduce__(self) -> Any:
+        return (LaunchConfig, (self.grid, self.block, self.shmem, self.cluster, self.cooperative))
 
     def __repr__(self) -> str:
         extra = ""
@@ -225,6 +234,11 @@ def _choose_launch() -> Callable[..., None]:
             compiled.register_launch(_registered)
             _chosen = compiled.launch
         return _chosen
+
+
+if TYPE_CHECKING:  # what cuabi.launch is, for type checkers (chosen on first access)
+    def launch(stream: Any, config: LaunchConfig, kernel: Kernel, *args: Any) -> None:
+        """Launch ``kernel`` with ``config`` on ``stream`` (see :func:`python_launch`)."""
 
 
 def __getattr__(name: str) -> Any:

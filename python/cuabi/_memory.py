@@ -1,11 +1,32 @@
 """Memory: device, pinned-host and managed buffers, stream-ordered memory
-pools, typed device arrays (:class:`DeviceArray`), and copies between them."""
+pools, typed device arrays (:class:`DeviceArray`), and copies between them.
+
+Views and the memory behind them (no path to freed memory):
+
+* Host views of pinned and managed memory (``memoryview()``, indexing,
+  slices, ``memoryview(buf)``, numpy arrays over them, their casts and
+  slices, ``__array_interface__``, DLPack exports) all come from one exporter
+  object per buffer, and every view keeps that exporter alive.  ``close()``
+  refuses with ``BufferError`` while any of them is alive; a buffer that is
+  garbage-collected while views live frees its memory when the last view
+  goes.
+* Device views (:meth:`view`, :class:`DeviceArray`) keep their buffer alive
+  and raise :class:`cuabi.ClosedError` once it is closed.  DLPack exports keep
+  the buffer alive until the consumer releases them, and ``close()`` refuses
+  while one is outstanding.  ``__cuda_array_interface__`` hands out a bare
+  address: whoever takes it must keep the buffer open while using it.
+* A context does not close while memory in it is viewed (``BufferError``).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import struct
 import sys
-from typing import Any, Optional
+import threading
+import weakref
+from typing import Any, Optional, Tuple
 
 from . import driver as _d
 from ._array_interface import cai_dict, cai_nbytes, dtype_info
@@ -16,26 +37,43 @@ from ._constants import (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ATTACH_GLOBAL, CU
                          CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                          CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
 from ._device import Device, current_context
-from ._resource import Resource, finalizing
+from ._interrupts import deferred
+from ._resource import NO_CONTEXT, NotCopyable, Resource, finalizing
 from ._stream import stream_handle
 from ._structs import FORMATS
 from .errors import ClosedError
 
 _U64 = struct.Struct("=Q")
+_SIZE_MAX = (1 << 64) - 1
 
 
-def _nbytes(n, what="nbytes"):
+def _nbytes(n: Any, what: str = "nbytes") -> int:
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError("%s must be an int, got %s" % (what, type(n).__name__))
     if n < 0:
         raise ValueError("%s must not be negative, got %d" % (what, n))
+    if n > _SIZE_MAX:
+        raise OverflowError("%s=%d does not fit in 64 bits" % (what, n))
     return int(n)
+
+
+def _context_of(*objs: Any) -> Any:
+    """The context a copy between ``objs`` runs in: that of the first cuabi
+    object among them (the current one when there is none)."""
+    for obj in objs:
+        if isinstance(obj, DeviceArray):
+            obj = obj._owner
+        ctx = getattr(obj, "_ctx", None) if isinstance(obj, Resource) else None
+        if ctx is not None and ctx._h is not None:
+            return ctx._pushed()
+    return NO_CONTEXT
 
 
 def _host_view(obj, writable):
     """(address, nbytes, keepalive) of a host object's memory."""
     if isinstance(obj, (PinnedBuffer, ManagedBuffer)):
-        return obj.ptr, obj.size, obj
+        mv = obj.memoryview()  # held during the copy: close() refuses meanwhile
+        return obj.ptr, obj.size, mv
     try:
         mv = memoryview(obj)
     except TypeError:
@@ -92,32 +130,31 @@ def copy(dst, src, nbytes=None, *, stream=None):
         return
     managed_dst = isinstance(dst, ManagedBuffer)
     managed_src = isinstance(src, ManagedBuffer)
-    if stream is None:
-        if d_dev is not None and s_dev is not None:
-            _d.cuMemcpyDtoD(daddr, saddr, n)
-        elif d_dev is not None:
-            if managed_src:
-                _d.cuMemcpyDtoD(daddr, saddr, n)
-            else:
-                _d.cuMemcpyHtoD(daddr, saddr, n)
-        elif s_dev is not None:
-            if managed_dst:
-                _d.cuMemcpyDtoD(daddr, saddr, n)
-            else:
-                _d.cuMemcpyDtoH(daddr, saddr, n)
-        else:
-            raise TypeError("at least one side of the copy must be device memory")
-    else:
-        s = stream_handle(stream)
-        if d_dev is not None and s_dev is not None:
-            _d.cuMemcpyDtoDAsync(daddr, saddr, n, s)
-        elif d_dev is not None:
-            _d.cuMemcpyHtoDAsync(daddr, saddr, n, s)
-        elif s_dev is not None:
-            _d.cuMemcpyDtoHAsync(daddr, saddr, n, s)
-        else:
-            raise TypeError("at least one side of the copy must be device memory")
+    with _context_of(dst, src):
+        _copy(daddr, d_dev is not None, managed_dst, saddr, s_dev is not None, managed_src, n, stream)
     del dkeep, skeep
+
+
+def _copy(daddr: int, d_dev: bool, managed_dst: bool, saddr: int, s_dev: bool, managed_src: bool,
+          n: int, stream: Any) -> None:
+    """The driver call of :func:`copy`, picked by where each side lives."""
+    if not d_dev and not s_dev:
+        raise TypeError("at least one side of the copy must be device memory")
+    if stream is None:
+        if d_dev and s_dev or (d_dev and managed_src) or (s_dev and managed_dst):
+            _d.cuMemcpyDtoD(daddr, saddr, n)
+        elif d_dev:
+            _d.cuMemcpyHtoD(daddr, saddr, n)
+        else:
+            _d.cuMemcpyDtoH(daddr, saddr, n)
+        return
+    s = stream_handle(stream)
+    if d_dev and s_dev:
+        _d.cuMemcpyDtoDAsync(daddr, saddr, n, s)
+    elif d_dev:
+        _d.cuMemcpyHtoDAsync(daddr, saddr, n, s)
+    else:
+        _d.cuMemcpyDtoHAsync(daddr, saddr, n, s)
 
 
 class _DeviceMemoryMixin:
@@ -141,32 +178,25 @@ class _DeviceMemoryMixin:
     def __len__(self):
         return self._size
 
-    def copy_from(self, src, nbytes=None, *, stream=None) -> None:
-        """Copy ``src`` (host buffer or device memory) into this buffer."""
-        if nbytes is None:
-            sv = _device_view(src)
-            n = sv[1] if sv is not None else (src.size if isinstance(src, PinnedBuffer)
-                                               else memoryview(src).nbytes)
-            if n > self._size:
-                raise ValueError("source has %d bytes, buffer only %d" % (n, self._size))
-            nbytes = n
+    def copy_from(self, src: Any, nbytes: Optional[int] = None, *, stream: Any = None) -> None:
+        """Copy ``src`` (host buffer or device memory) into this buffer.
+
+        Without ``nbytes`` both must have the same size (as for :func:`copy`)."""
         copy(self, src, nbytes, stream=stream)
 
-    def copy_to(self, dst, nbytes=None, *, stream=None) -> None:
-        """Copy this buffer into ``dst`` (host buffer or device memory)."""
-        if nbytes is None:
-            dv = _device_view(dst)
-            n = dv[1] if dv is not None else (dst.size if isinstance(dst, PinnedBuffer)
-                                               else memoryview(dst).nbytes)
-            nbytes = min(n, self._size)
+    def copy_to(self, dst: Any, nbytes: Optional[int] = None, *, stream: Any = None) -> None:
+        """Copy this buffer into ``dst`` (host buffer or device memory).
+
+        Without ``nbytes`` both must have the same size (as for :func:`copy`)."""
         copy(dst, self, nbytes, stream=stream)
 
-    def to_bytes(self, stream=None) -> bytes:
+    def to_bytes(self, stream: Any = None) -> bytes:
         """A copy of the contents as ``bytes`` (synchronises ``stream`` if given)."""
         out = bytearray(self._size)
         copy(out, self, self._size, stream=stream)
         if stream is not None:
-            _d.cuStreamSynchronize(stream_handle(stream))
+            with self._in_context():
+                _d.cuStreamSynchronize(stream_handle(stream))
         return bytes(out)
 
     def fill(self, value: int, *, width: int = 1, count: Optional[int] = None, stream=None) -> None:
@@ -187,22 +217,46 @@ class _DeviceMemoryMixin:
         elif _nbytes(count, "count") * width > self._size:
             raise ValueError("count * width exceeds the buffer")
         p = self.ptr
-        if stream is None:
-            f = {1: _d.cuMemsetD8, 2: _d.cuMemsetD16, 4: _d.cuMemsetD32}[width]
-            f(p, value, count)
-        else:
-            f = {1: _d.cuMemsetD8Async, 2: _d.cuMemsetD16Async, 4: _d.cuMemsetD32Async}[width]
-            f(p, value, count, stream_handle(stream))
+        with self._in_context():
+            if stream is None:
+                f = {1: _d.cuMemsetD8, 2: _d.cuMemsetD16, 4: _d.cuMemsetD32}[width]
+                f(p, value, count)
+            else:
+                f = {1: _d.cuMemsetD8Async, 2: _d.cuMemsetD16Async, 4: _d.cuMemsetD32Async}[width]
+                f(p, value, count, stream_handle(stream))
 
-    def view(self, dtype="u1", shape=None, strides=None) -> "DeviceArray":
-        """A typed :class:`DeviceArray` over this memory (it keeps the buffer alive)."""
+    def view(self, dtype: Any = "u1", shape: Any = None, strides: Any = None) -> "DeviceArray":
+        """A typed :class:`DeviceArray` over this memory (it keeps the buffer
+        alive); its shape and strides must stay inside the buffer."""
         itemsize = dtype_info(dtype)[2]
         if shape is None:
             if self._size % itemsize:
-                raise ValueError("buffer size is not a multiple of the item size")
+                raise ValueError("buffer size %d is not a multiple of the item size %d"
+                                 % (self._size, itemsize))
             shape = (self._size // itemsize,)
-        return DeviceArray(self.ptr, shape, dtype, strides=strides, owner=self,
-                           device_id=self._device_id(), stream=self._stream_ref())
+        arr = DeviceArray(self.ptr, shape, dtype, strides=strides, owner=self,
+                          device_id=self._device_id(), stream=self._stream_ref())
+        if arr.strides is not None and any(st < 0 for st in arr.strides):
+            raise ValueError("a view of a buffer takes non-negative strides, got %r" % (arr.strides,))
+        if arr.nbytes > self._size:
+            raise ValueError("a view of shape %r and item size %d spans %d bytes; the buffer has %d"
+                             % (arr.shape, itemsize, arr.nbytes, self._size))
+        if self._dl_type() == 13:  # kDLCUDAManaged (cuabi._dlpack)
+            arr._managed = 1
+        return arr
+
+    def _dl_type(self) -> int:
+        return 2  # kDLCUDA
+
+    def _busy(self) -> Optional[str]:
+        """Why the memory cannot be freed now (outstanding DLPack exports), or None."""
+        dl = sys.modules.get("cuabi._dlpack")
+        if dl is not None and self._h is not None:
+            n = dl.exported_from(self)  # type: ignore[attr-defined]
+            if n:
+                return ("%d DLPack export(s) of this %s are still held by their consumer; "
+                        "delete the consumer's arrays first" % (n, type(self).__name__))
+        return None
 
     def _device_id(self):
         ctx = self._ctx
@@ -243,18 +297,20 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
         if pool is not None and not isinstance(pool, MemoryPool):
             raise TypeError("pool must be a cuabi.MemoryPool")
         ctx = current_context(device if pool is None else pool.device)
-        if stream is not None or pool is not None:
-            s = stream_handle(stream)
+        ordered = stream is not None or pool is not None
+        s = stream_handle(stream) if ordered else 0
+        ph = pool.handle if pool is not None else 0
+        with deferred(), ctx._pushed():
             if pool is not None:
-                h = _d.cuMemAllocFromPoolAsync(n, pool.handle, s)
+                self._h = _d.cuMemAllocFromPoolAsync(n, ph, s)
                 self._pool = pool
+            elif ordered:
+                self._h = _d.cuMemAllocAsync(n, s)
             else:
-                h = _d.cuMemAllocAsync(n, s)
-            self._stream = stream if stream is not None else 0
-        else:
-            h = _d.cuMemAlloc(n) if n else 0
-        self._h = h
-        ctx._adopt(self)
+                self._h = _d.cuMemAlloc(n) if n else 0
+            if ordered:
+                self._stream = stream if stream is not None else 0
+            ctx._adopt(self)
 
     @property
     def stream(self):
@@ -286,8 +342,14 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
 
     def close(self, stream: Any = None) -> None:
         """Free the memory.  A stream-ordered buffer is freed on ``stream`` (default:
-        the stream it was allocated on) after the work queued there."""
-        if stream is None or self._h is None:
+        the stream it was allocated on) after the work queued there.  Refuses
+        (``BufferError``) while a DLPack consumer still holds the memory."""
+        if self._h is None:
+            return
+        reason = self._busy()
+        if reason:
+            raise BufferError("cannot free the %s: %s" % (type(self).__name__, reason))
+        if stream is None:
             self._close()
             return
         if self._stream is None:
@@ -296,14 +358,140 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
         self._close(stream_handle(stream))  # a bad stream is refused before anything is freed
 
 
-class ManagedBuffer(_DeviceMemoryMixin, Resource):
+_REFCOUNTED = sys.implementation.name == "cpython"
+_ffi: Any = None
+
+
+def _exporter(address: int, size: int) -> Any:
+    """A new object exporting ``size`` bytes at ``address`` through the buffer
+    protocol, which every view made from it (slices, casts, ``memoryview`` of
+    a view, numpy arrays) keeps alive: a ctypes array on CPython, a cffi
+    buffer on PyPy (whose memoryview slices keep the cffi buffer, not a
+    ctypes array, alive)."""
+    if _REFCOUNTED:
+        return (ctypes.c_ubyte * size).from_address(address)
+    import cffi  # built into PyPy
+
+    global _ffi
+    if _ffi is None:
+        _ffi = cffi.FFI()
+    return _ffi.buffer(_ffi.cast("char *", address), size)
+
+
+class _Orphan:
+    """Host memory whose buffer object was garbage-collected while views of it
+    lived on: freed (in its context) when the last view goes.  Its context
+    keeps it, and refuses to close meanwhile."""
+
+    __slots__ = ("h", "free", "ctx", "ref", "what", "__weakref__")
+
+    def __init__(self, h: int, free: Any, ctx: Any, exporter: Any, what: str) -> None:
+        self.h = h
+        self.free = free
+        self.ctx = ctx
+        self.what = what
+        self.ref = weakref.ref(exporter, self._last_view_gone)
+
+    def _busy(self) -> Optional[str]:
+        if self.ref() is not None:
+            return "views of the memory of a collected %s are still alive" % self.what
+        return None
+
+    def _last_view_gone(self, _ref: Any) -> None:
+        with deferred():
+            h, self.h = self.h, None
+            ctx = self.ctx
+            if ctx is not None:
+                ctx._orphans.discard(self)
+            if h is None or finalizing():
+                return
+            try:
+                with (ctx._pushed() if ctx is not None and ctx._h is not None else NO_CONTEXT):
+                    self.free(h)
+            except Exception:
+                pass
+
+
+class _HostViews:
+    """Host views of pinned or managed memory and their lifetime (see the
+    module docstring): one exporter at a time, weakly held; close() refuses
+    while it lives; garbage collection leaves the memory to the views."""
+
+    __slots__ = ()
+
+    def memoryview(self) -> memoryview:
+        """A writable ``memoryview`` of the memory (format ``B``); ``close()``
+        refuses while it, or anything made from it, is alive."""
+        with deferred(), self._lock:  # type: ignore[attr-defined]
+            h = self._h  # type: ignore[attr-defined]
+            if h is None:
+                raise ClosedError("%s is closed" % type(self).__name__)
+            ref = self._exp  # type: ignore[attr-defined]
+            exp = ref() if ref is not None else None
+            if exp is None:
+                exp = _exporter(h, self._size)  # type: ignore[attr-defined]
+                self._exp = weakref.ref(exp)  # type: ignore[attr-defined]
+        return memoryview(exp).cast("B")
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.memoryview()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.memoryview()[key] = value
+
+    def _views_alive(self) -> bool:
+        ref = self._exp  # type: ignore[attr-defined]
+        if ref is None or ref() is None:
+            return False
+        if not _REFCOUNTED:  # dead views go at the next collection there
+            gc.collect()
+        return ref() is not None
+
+    def _host_busy(self) -> Optional[str]:
+        if self._views_alive():
+            return ("a view of its memory (a memoryview, a slice or cast of one, a numpy array, "
+                    "a DLPack export ...) is still alive; delete it first")
+        return None
+
+    def _free_or_refuse(self, base_close: Any) -> None:
+        with deferred(), self._lock:  # type: ignore[attr-defined]
+            if self._h is None:  # type: ignore[attr-defined]
+                return
+            reason = self._busy()  # type: ignore[attr-defined]
+            if reason:
+                raise BufferError("cannot free the %s: %s" % (type(self).__name__, reason))
+            base_close(self)
+
+    def _finalize(self) -> None:
+        """Garbage collection: free now, or hand the memory to its views."""
+        with deferred(), self._lock:  # type: ignore[attr-defined]
+            h = self._h  # type: ignore[attr-defined]
+            ref = self._exp  # type: ignore[attr-defined]
+            exp = ref() if ref is not None else None
+            if h is None:
+                return
+            if exp is None:
+                Resource.close(self)  # type: ignore[arg-type]
+                return
+            ctx = self._ctx  # type: ignore[attr-defined]
+            orphan = _Orphan(h, self._free_memory, ctx, exp, type(self).__name__)  # type: ignore[attr-defined]
+            if ctx is not None:
+                ctx._orphan(orphan)
+                ctx._forget(self)
+            self._h = None  # type: ignore[attr-defined]
+            del exp
+
+
+class ManagedBuffer(_HostViews, _DeviceMemoryMixin, Resource):
     """Unified (managed) memory reachable from host and device.
 
     ``ManagedBuffer(size, attach="global")``; host access through
-    :meth:`memoryview`, device access through ``ptr`` and the array protocols.
+    :meth:`memoryview`, indexing and the buffer protocol (3.12+), device
+    access through ``ptr`` and the array protocols (DLPack device
+    ``kDLCUDAManaged``).
     """
 
-    __slots__ = ("_size", "_views")
+    __slots__ = ("_size", "_exp", "_lock")
 
     def __init__(self, size: int, *, attach: str = "global", device: Any = None) -> None:
         Resource.__init__(self)
@@ -314,91 +502,77 @@ class ManagedBuffer(_DeviceMemoryMixin, Resource):
         if flags is None:
             raise ValueError("attach must be 'global' or 'host', got %r" % (attach,))
         self._size = n
-        self._views = []
+        self._exp = None
+        self._lock = threading.RLock()
         ctx = current_context(device)
-        self._h = _d.cuMemAllocManaged(n, flags)
-        ctx._adopt(self)
+        with deferred(), ctx._pushed():
+            self._h = _d.cuMemAllocManaged(n, flags)
+            ctx._adopt(self)
 
-    def memoryview(self) -> memoryview:
-        """A writable memoryview of the memory, released when the buffer closes."""
-        return _track_view(self)
-
-    def _release(self, h):
-        _release_views(self)
+    @staticmethod
+    def _free_memory(h: int) -> None:
         _d.cuMemFree(h)
 
-    def close(self) -> None:
-        _check_views(self)
-        Resource.close(self)
+    def _release(self, h: int) -> None:
+        _d.cuMemFree(h)
 
-    def prefetch(self, location="device", *, stream=None) -> None:
+    def _dl_type(self) -> int:
+        return 13  # kDLCUDAManaged
+
+    def _busy(self) -> Optional[str]:
+        return self._host_busy() or _DeviceMemoryMixin._busy(self)
+
+    def close(self) -> None:
+        """Free the memory; raises ``BufferError`` while a view of it is alive."""
+        self._free_or_refuse(Resource.close)
+
+    def prefetch(self, location: Any = "device", *, stream: Any = None) -> None:
         """Migrate the memory to the device (``"device"`` or a Device) or ``"host"``."""
         if location == "host":
             loc = (CU_MEM_LOCATION_TYPE_HOST, 0)
         else:
             dev = self._ctx.device if location == "device" else Device(location)
             loc = (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
-        _d.cuMemPrefetchAsync(self.ptr, self._size, loc, 0, stream_handle(stream))
-
-    def __getitem__(self, key):
-        return self.memoryview()[key]
-
-    def __setitem__(self, key, value):
-        self.memoryview()[key] = value
+        p = self.ptr
+        with self._in_context():
+            _d.cuMemPrefetchAsync(p, self._size, loc, 0, stream_handle(stream))
 
 
 if sys.version_info >= (3, 12):  # pragma: no cover - exercised on 3.12+ only
-    def _buffer(self, flags):
-        return _track_view(self)
+    def _buffer(self: Any, flags: int) -> memoryview:
+        return self.memoryview()
 
-    ManagedBuffer.__buffer__ = _buffer
-
-
-def _track_view(buf):
-    """The buffer's one host view (created on first use, released at close).
-
-    Slices of it share its memory: like the view itself they must not be used
-    after the buffer is closed; the view itself then raises ValueError.
-    """
-    h = buf._h
-    if h is None:
-        raise ClosedError("%s is closed" % type(buf).__name__)
-    views = buf._views
-    if views:
-        return views[0]
-    mv = backend().memory_at(h, buf._size)
-    views.append(mv)
-    return mv
+    ManagedBuffer.__buffer__ = _buffer  # type: ignore[attr-defined]
 
 
-def _check_views(buf):
-    for v in buf._views:
-        try:
-            v.release()
-        except BufferError:
-            raise BufferError(
-                "cannot free %s: a memoryview of it is still exported to another object "
-                "(e.g. a numpy array); delete that object first" % type(buf).__name__) from None
+class _HostExport:
+    """What a DLPack export of pinned memory describes (read by cuabi._dlpack.export),
+    holding a view so that the buffer refuses to close while it is exported."""
+
+    __slots__ = ("typestr", "shape", "strides", "readonly", "_view", "_owner")
+
+    def __init__(self, buf: "PinnedBuffer") -> None:
+        self._view = buf.memoryview()
+        self._owner = buf
+        self.typestr = "|u1"
+        self.shape = (buf._size,)
+        self.strides = None
+        self.readonly = False
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (3, 0)  # kDLCUDAHost
 
 
-def _release_views(buf):
-    for v in buf._views:
-        try:
-            v.release()
-        except BufferError:
-            pass
-    buf._views = []
-
-
-class PinnedBuffer(Resource):
+class PinnedBuffer(_HostViews, Resource):
     """Page-locked host memory (``cuMemHostAlloc``) usable as a Python buffer.
 
     ``memoryview(buf)`` works on Python 3.12+; on every version
-    :meth:`memoryview` returns a writable view.  Views are released when the
-    buffer is closed, so a stale view raises instead of touching freed memory.
+    :meth:`memoryview` returns a writable view, and indexing reads and writes.
+    ``close()`` refuses while any view of the memory is alive (see the module
+    docstring).  DLPack exports it as ``kDLCUDAHost``.
     """
 
-    __slots__ = ("_size", "_views")
+    __slots__ = ("_size", "_exp", "_lock")
 
     def __init__(self, size: int, *, portable: bool = False, device_map: bool = False,
                  write_combined: bool = False, device: Any = None) -> None:
@@ -410,10 +584,12 @@ class PinnedBuffer(Resource):
                  | (CU_MEMHOSTALLOC_DEVICEMAP if device_map else 0)
                  | (CU_MEMHOSTALLOC_WRITECOMBINED if write_combined else 0))
         self._size = n
-        self._views = []
+        self._exp = None
+        self._lock = threading.RLock()
         ctx = current_context(device)
-        self._h = _d.cuMemHostAlloc(n, flags)
-        ctx._adopt(self)
+        with deferred(), ctx._pushed():
+            self._h = _d.cuMemHostAlloc(n, flags)
+            ctx._adopt(self)
 
     @property
     def ptr(self) -> int:
@@ -428,44 +604,58 @@ class PinnedBuffer(Resource):
         """Bytes of memory."""
         return self._size
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._size
-
-    def memoryview(self) -> memoryview:
-        """A writable ``memoryview`` of the pinned memory (format ``B``)."""
-        return _track_view(self)
-
-    def __getitem__(self, key):
-        return self.memoryview()[key]
-
-    def __setitem__(self, key, value):
-        self.memoryview()[key] = value
 
     def to_bytes(self) -> bytes:
         """A copy of the contents as ``bytes``."""
         return self.memoryview().tobytes()
 
     @property
-    def __array_interface__(self):
-        return {"shape": (self._size,), "typestr": "|u1", "data": (self.ptr, False), "version": 3}
+    def __array_interface__(self) -> dict:
+        # the data as a buffer (not a bare address): the array holds a view
+        return {"shape": (self._size,), "typestr": "|u1", "data": self.memoryview(), "version": 3}
 
-    def _release(self, h):
-        _release_views(self)
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (3, 0)  # kDLCUDAHost
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """Export as a DLPack capsule of device type ``kDLCUDAHost`` (no copy;
+        ``stream`` is accepted and ignored: the memory is the host's)."""
+        from ._dlpack import DLPACK_MAJOR, export
+
+        if copy:
+            raise BufferError("cuabi does not copy on DLPack export (copy=True)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError("cannot export pinned host memory to device %r without a copy"
+                              % (tuple(dl_device),))
+        arr = _HostExport(self)
+        versioned = max_version is not None and tuple(max_version)[0] >= DLPACK_MAJOR
+        return export(arr, self.ptr, versioned)
+
+    @staticmethod
+    def _free_memory(h: int) -> None:
         _d.cuMemFreeHost(h)
 
+    def _release(self, h: int) -> None:
+        _d.cuMemFreeHost(h)
+
+    def _busy(self) -> Optional[str]:
+        return self._host_busy()
+
     def close(self) -> None:
-        """Free the memory; raises BufferError while a view is exported elsewhere."""
-        _check_views(self)
-        Resource.close(self)
+        """Free the memory; raises ``BufferError`` while a view of it is alive."""
+        self._free_or_refuse(Resource.close)
 
 
 if sys.version_info >= (3, 12):  # pragma: no cover
-    PinnedBuffer.__buffer__ = _buffer
+    PinnedBuffer.__buffer__ = _buffer  # type: ignore[attr-defined]
 
 
 # -- typed device arrays -----------------------------------------------------------------
 
-class DeviceArray:
+class DeviceArray(NotCopyable):
     """A typed view of device memory: pointer, shape, dtype, strides (bytes).
 
     It keeps its ``owner`` alive (a cuabi buffer, another library's array, or a
@@ -653,8 +843,11 @@ class MemoryPool(Resource):
         _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_NONE,
                               CU_MEM_LOCATION_TYPE_DEVICE, ctx.device.device_id, 0,
                               _nbytes(max_size, "max_size"), 0, b"", b"")
-        self._h = _d.cuMemPoolCreate(props)
-        ctx._adopt(self)
+        if release_threshold is not None:
+            _nbytes(release_threshold, "release_threshold")
+        with deferred(), ctx._pushed():
+            self._h = _d.cuMemPoolCreate(props)
+            ctx._adopt(self)
         if release_threshold is not None:
             self.release_threshold = release_threshold
 
@@ -666,8 +859,9 @@ class MemoryPool(Resource):
         Resource.__init__(self)
         self._owned = False
         self._device = ctx.device
-        self._h = _d.cuDeviceGetDefaultMemPool(ctx.device.handle)
-        ctx._adopt(self)
+        with deferred():
+            self._h = _d.cuDeviceGetDefaultMemPool(ctx.device.handle)
+            ctx._adopt(self)
         return self
 
     @property
@@ -678,14 +872,18 @@ class MemoryPool(Resource):
         if self._owned:
             _d.cuMemPoolDestroy(h)
 
-    def _get(self, attr):
+    def _get(self, attr: int) -> int:
         cell = bytearray(8)
-        _d.cuMemPoolGetAttribute(self.handle, attr, cell)
+        h = self.handle
+        with self._in_context():
+            _d.cuMemPoolGetAttribute(h, attr, cell)
         return _U64.unpack(cell)[0]
 
-    def _set(self, attr, value):
-        cell = bytearray(_U64.pack(_nbytes(value, "value")))
-        _d.cuMemPoolSetAttribute(self.handle, attr, cell)
+    def _set(self, attr: int, value: int, what: str) -> None:
+        cell = bytearray(_U64.pack(_nbytes(value, what)))
+        h = self.handle
+        with self._in_context():
+            _d.cuMemPoolSetAttribute(h, attr, cell)
 
     @property
     def release_threshold(self) -> int:
@@ -694,7 +892,7 @@ class MemoryPool(Resource):
 
     @release_threshold.setter
     def release_threshold(self, value: int) -> None:
-        self._set(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, value)
+        self._set(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, value, "release_threshold")
 
     @property
     def reserved_memory(self) -> int:
@@ -706,7 +904,9 @@ class MemoryPool(Resource):
 
     def trim(self, keep: int = 0) -> None:
         """Return unused memory to the system, keeping at least ``keep`` bytes."""
-        _d.cuMemPoolTrimTo(self.handle, _nbytes(keep, "keep"))
+        h = self.handle
+        with self._in_context():
+            _d.cuMemPoolTrimTo(h, _nbytes(keep, "keep"))
 
     def allocate(self, size: int, stream: Any = None) -> DeviceBuffer:
         """A stream-ordered allocation from this pool on ``stream``."""

@@ -11,6 +11,7 @@ from . import driver as _d
 from ._backend import backend
 from ._constants import CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 from ._device import current_context
+from ._interrupts import deferred
 from ._kernel import Kernel
 from ._resource import Resource
 from .errors import CUDAError
@@ -74,7 +75,9 @@ class Module(Resource):
         log = bytearray(_LOG_SIZE)
         opts, values, keep = _jit_options(log)
         try:
-            self._h = _d.cuModuleLoadDataEx(data, 2, opts, values)
+            with deferred(), ctx._pushed():
+                self._h = _d.cuModuleLoadDataEx(data, 2, opts, values)
+                ctx._adopt(self)
         except CUDAError as exc:
             text = _log_text(log)
             if text:
@@ -83,7 +86,6 @@ class Module(Resource):
             raise
         finally:
             del keep
-        ctx._adopt(self)
 
     @classmethod
     def from_ptx(cls, ptx: Union[str, bytes], **kw) -> "Module":
@@ -117,14 +119,18 @@ class Module(Resource):
         from the driver (``cuFuncGetParamInfo``) and the Python argument types."""
         if not isinstance(name, str) or not name:
             raise TypeError("kernel name must be a non-empty str")
-        h = _d.cuModuleGetFunction(self.handle, name)
+        mh = self.handle
+        with self._in_context():
+            h = _d.cuModuleGetFunction(mh, name)
         k = Kernel._make(h, name, params, self)
         self._kernels[id(k)] = k
         return k
 
     def get_global(self, name: str) -> Tuple[int, int]:
         """``(device pointer, size)`` of a ``__device__`` variable."""
-        return _d.cuModuleGetGlobal(self.handle, name)
+        mh = self.handle
+        with self._in_context():
+            return _d.cuModuleGetGlobal(mh, name)
 
 
 class Library(Resource):
@@ -141,7 +147,9 @@ class Library(Resource):
         log = bytearray(_LOG_SIZE)
         opts, values, keep = _jit_options(log)
         try:
-            self._h = _d.cuLibraryLoadData(data, opts, values, 2, None, None, 0)
+            with deferred(), ctx._pushed():
+                self._h = _d.cuLibraryLoadData(data, opts, values, 2, None, None, 0)
+                ctx._adopt(self)
         except CUDAError as exc:
             text = _log_text(log)
             if text:
@@ -149,7 +157,6 @@ class Library(Resource):
             raise
         finally:
             del keep
-        ctx._adopt(self)
 
     @classmethod
     def from_file(cls, path) -> "Library":
@@ -166,8 +173,10 @@ class Library(Resource):
         """The kernel ``name``, bound to the current context's function."""
         if not isinstance(name, str) or not name:
             raise TypeError("kernel name must be a non-empty str")
-        kh = _d.cuLibraryGetKernel(self.handle, name)
-        fh = _d.cuKernelGetFunction(kh)
+        lh = self.handle
+        with self._in_context():
+            kh = _d.cuLibraryGetKernel(lh, name)
+            fh = _d.cuKernelGetFunction(kh)
         k = Kernel._make(fh, name, params, self)
         k._kernel = kh
         self._kernels[id(k)] = k

@@ -7,6 +7,12 @@
   interpreter is shutting down (the driver tears everything down at exit).
 * Each resource belongs to a :class:`cuabi.Context`; closing the context first
   closes every resource still open in it, so nothing outlives its context.
+* A resource has exactly one owner: ``copy.copy``, ``copy.deepcopy`` and
+  pickling raise ``TypeError`` (:class:`NotCopyable`), since a second Python
+  object holding the same handle would release it a second time.
+* Creating and releasing are never cut in half by Ctrl-C (see
+  :mod:`cuabi._interrupts`): a KeyboardInterrupt arrives before the handle
+  exists or after it is stored (or released), never in between.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ import atexit
 import sys
 from typing import Any
 
-from .errors import ClosedError
+from ._constants import CUDA_ERROR_INVALID_CONTEXT
+from ._interrupts import deferred
+from .errors import ClosedError, CUDAError
 
 _shutdown = False
 
@@ -38,7 +46,54 @@ def closed_error(obj: object) -> ClosedError:
     return ClosedError("%s is closed" % type(obj).__name__)
 
 
-class Resource:
+class _NoContext:
+    """Stands in for a pushed context where there is none to push."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> "_NoContext":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+NO_CONTEXT = _NoContext()
+
+
+class NotCopyable:
+    """Refuses ``copy.copy``, ``copy.deepcopy`` and pickling, saying why: the
+    object owns (or stands for) a driver object of this process, which a copy
+    would own a second time and a pickle could not carry to another process."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> Any:
+        raise TypeError("cuabi.%s cannot be copied: it owns a driver object, and two Python objects "
+                        "owning it would release it twice; pass the object itself around%s"
+                        % (type(self).__name__, _copy_hint(self)))
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("cuabi.%s cannot be pickled: the driver object it owns exists only in this "
+                        "process%s" % (type(self).__name__, _pickle_hint(self)))
+
+
+def _copy_hint(obj: object) -> str:
+    if hasattr(obj, "to_bytes"):
+        return " (for a second copy of the memory: a new buffer and cuabi.copy)"
+    return ""
+
+
+def _pickle_hint(obj: object) -> str:
+    if hasattr(obj, "to_bytes"):
+        return "; pickle its contents instead (to_bytes())"
+    return ""
+
+
+class Resource(NotCopyable):
     """Base of every releasable cuabi object (see the module docstring).
 
     ``_h`` holds the driver handle (None once closed) and ``_ctx`` the owning
@@ -60,6 +115,12 @@ class Resource:
         return self._h is None
 
     @property
+    def context(self) -> Any:
+        """The :class:`cuabi.Context` the object belongs to, whose methods run
+        in it (None for a wrapped foreign object)."""
+        return self._ctx
+
+    @property
     def handle(self) -> int:
         """The driver handle, as an integer."""
         h = self._h
@@ -73,25 +134,46 @@ class Resource:
             raise closed_error(self)
         return h
 
+    def _in_context(self) -> Any:
+        """A context manager running a method in this resource's context (see
+        cuabi._context): pushed when the thread has another one current."""
+        ctx = self._ctx
+        if ctx is None or ctx._h is None:
+            return NO_CONTEXT
+        return ctx._pushed()
+
     def close(self) -> None:
         """Release the driver object now. Closing twice does nothing."""
         self._close()
 
     def _close(self, *release_args: Any) -> None:
         """What :meth:`close` does; ``release_args`` go to ``_release`` after
-        the handle, inside the owning context."""
-        h = self._h
-        if h is None:
-            return
-        ctx = self._ctx
-        if ctx is not None:
-            ctx._forget(self)
-        self._h = None
-        if ctx is not None and ctx._h is not None:
-            with ctx._pushed():
+        the handle, inside the owning context, with Ctrl-C deferred."""
+        with deferred():
+            h = self._h
+            if h is None:
+                return
+            self._h = None
+            ctx = self._ctx
+            if ctx is None or ctx._h is None:
                 self._release(h, *release_args)
-        else:
-            self._release(h, *release_args)
+                return
+            ctx._forget(self)
+            pushed = ctx._pushed()
+            try:
+                pushed.__enter__()
+            except CUDAError as exc:
+                if exc.code == CUDA_ERROR_INVALID_CONTEXT:
+                    return  # destroyed underneath (by another library): it took this object with it
+                raise
+            try:
+                self._release(h, *release_args)
+            finally:
+                pushed.__exit__()
+
+    def _finalize(self) -> None:
+        """What garbage collection does with an open resource: close it."""
+        self.close()
 
     def __enter__(self):
         if self._h is None:
@@ -109,7 +191,7 @@ class Resource:
         if h is None or finalizing():
             return
         try:
-            self.close()
+            self._finalize()
         except Exception:
             pass
 

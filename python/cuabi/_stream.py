@@ -9,6 +9,7 @@ from ._constants import CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_
 from ._context import Context
 from ._device import current_context
 from ._event import Event, finished
+from ._interrupts import deferred
 from ._resource import Resource
 from .errors import ClosedError
 
@@ -57,16 +58,16 @@ class Stream(Resource):
         super().__init__()
         self._owned = True
         self._owner = None
+        if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+            raise TypeError("priority must be an int, got %s" % type(priority).__name__)
         ctx = current_context(device)
         flags = CU_STREAM_NON_BLOCKING if non_blocking else 0
-        if priority is None:
-            h = _d.cuStreamCreate(flags)
-        else:
-            if not isinstance(priority, int) or isinstance(priority, bool):
-                raise TypeError("priority must be an int")
-            h = _d.cuStreamCreateWithPriority(flags, priority)
-        self._h = h
-        ctx._adopt(self)
+        with deferred(), ctx._pushed():
+            if priority is None:
+                self._h = _d.cuStreamCreate(flags)
+            else:
+                self._h = _d.cuStreamCreateWithPriority(flags, priority)
+            ctx._adopt(self)
 
     @classmethod
     def from_handle(cls, handle: Any, owner: Any = None) -> "Stream":
@@ -123,11 +124,17 @@ class Stream(Resource):
 
     @property
     def priority(self) -> int:
-        return _d.cuStreamGetPriority(self.handle)
+        """The stream's priority (lower numbers run first)."""
+        h = self.handle
+        with self._in_context():
+            return _d.cuStreamGetPriority(h)
 
     @property
     def flags(self) -> int:
-        return _d.cuStreamGetFlags(self.handle)
+        """The ``CUstream_flags`` it was created with."""
+        h = self.handle
+        with self._in_context():
+            return _d.cuStreamGetFlags(h)
 
     @property
     def context(self) -> Optional[Context]:
@@ -139,30 +146,38 @@ class Stream(Resource):
 
     def sync(self) -> None:
         """Wait until all work queued on this stream has finished."""
-        _d.cuStreamSynchronize(self.handle)
+        h = self.handle
+        with self._in_context():
+            _d.cuStreamSynchronize(h)
 
     def query(self) -> bool:
         """True when all queued work has finished, False while some is pending."""
-        return finished(_d.cuStreamQuery, self.handle)
+        h = self.handle
+        with self._in_context():
+            return finished(_d.cuStreamQuery, h)
 
     def wait(self, event_or_stream: Any) -> None:
         """Make later work on this stream wait for an :class:`Event`, or for all
         work queued so far on another stream."""
         h = self.handle
         if isinstance(event_or_stream, Event):
-            _d.cuStreamWaitEvent(h, event_or_stream.handle, 0)
+            eh = event_or_stream.handle
+            with self._in_context():
+                _d.cuStreamWaitEvent(h, eh, 0)
             return
         other = stream_handle(event_or_stream)
-        with Event(timing=False) as ev:
+        with self._in_context(), Event(timing=False) as ev:
             _d.cuEventRecord(ev.handle, other)
             _d.cuStreamWaitEvent(h, ev.handle, 0)
 
     def record(self, event: Optional[Event] = None) -> Event:
-        """Record ``event`` (a new one without timing if omitted) on this stream
-        and return it."""
-        if event is None:
-            event = Event(timing=False)
-        elif not isinstance(event, Event):
+        """Record ``event`` on this stream and return it; without one, a new
+        :class:`Event` with the defaults (timing on), so ``end - start`` works."""
+        if event is not None and not isinstance(event, Event):
             raise TypeError("event must be a cuabi.Event, got %s" % type(event).__name__)
-        _d.cuEventRecord(event.handle, self.handle)
+        h = self.handle
+        with self._in_context():
+            if event is None:
+                event = Event()
+            event._record_on(h)
         return event

@@ -5,8 +5,9 @@ Functions are named as in CUDA (``cuMemAlloc``, not ``cuMemAlloc_v2``) and
 take the input parameters in CUDA's order; output parameters are returned
 (a tuple when there are several).  Pointer inputs take an ``int`` address or
 handle, ``None`` for NULL, a cuabi object, or any buffer-protocol object
-(its memory is passed by address).  A failing call raises a subclass of
-:class:`cuabi.CUDAError`.
+(its memory is passed by address; where a parameter gives the buffer's
+size, a Python buffer smaller than that is refused with ValueError before
+the call).  A failing call raises a subclass of :class:`cuabi.CUDAError`.
 
 Enum types (``CUresult``, ``CUdevice_attribute`` ...) are ``IntEnum`` classes
 built on first access; their members and the ``#define`` constants of
@@ -17,7 +18,7 @@ Each wrapper is created on first use, so importing this module is cheap.
 
 from ._driver_support import address as _address, bind as _bind, check as _check
 from ._driver_support import cstring as _cstring, cstr_at as _cstr_at, fast as _fast
-from ._driver_support import raise_for as _raise
+from ._driver_support import need_bytes as _need, raise_for as _raise
 
 CUDA_HEADERS_VERSION = 13050
 
@@ -59,6 +60,7 @@ def _mk_cuArray3DGetDescriptor(_fn, _b, _chk):
         Calls the driver's cuArray3DGetDescriptor (ABI version 3020): CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if pArrayDescriptor.__class__ is not int and pArrayDescriptor is not None: _need(pArrayDescriptor, 40, 'cuArray3DGetDescriptor', 'pArrayDescriptor', None)
         if pArrayDescriptor.__class__ is not int: pArrayDescriptor, _k0 = _address(pArrayDescriptor)
         elif _chk and not 0 <= pArrayDescriptor <= 18446744073709551615: _check('p', pArrayDescriptor, 'pArrayDescriptor')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
@@ -131,6 +133,7 @@ def _mk_cuArrayGetDescriptor(_fn, _b, _chk):
         Calls the driver's cuArrayGetDescriptor (ABI version 3020): CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if pArrayDescriptor.__class__ is not int and pArrayDescriptor is not None: _need(pArrayDescriptor, 24, 'cuArrayGetDescriptor', 'pArrayDescriptor', None)
         if pArrayDescriptor.__class__ is not int: pArrayDescriptor, _k0 = _address(pArrayDescriptor)
         elif _chk and not 0 <= pArrayDescriptor <= 18446744073709551615: _check('p', pArrayDescriptor, 'pArrayDescriptor')
         if hArray.__class__ is not int: hArray, _k1 = _address(hArray)
@@ -438,6 +441,7 @@ def _mk_cuCoredumpGetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if value.__class__ is not int and value is not None: _need(value, size, 'cuCoredumpGetAttribute', 'value', 'size')
         if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
@@ -470,6 +474,7 @@ def _mk_cuCoredumpGetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if value.__class__ is not int and value is not None: _need(value, size, 'cuCoredumpGetAttributeGlobal', 'value', 'size')
         if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
@@ -562,6 +567,7 @@ def _mk_cuCoredumpSetAttribute(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if value.__class__ is not int and value is not None: _need(value, size, 'cuCoredumpSetAttribute', 'value', 'size')
         if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
@@ -594,6 +600,7 @@ def _mk_cuCoredumpSetAttributeGlobal(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if value.__class__ is not int and value is not None: _need(value, size, 'cuCoredumpSetAttributeGlobal', 'value', 'size')
         if _chk and (not 0 <= attrib <= 4294967295 or attrib.__class__ is not int and not isinstance(attrib, int)): _check('I', attrib, 'attrib')
         if value.__class__ is not int: value, _k1 = _address(value)
         elif _chk and not 0 <= value <= 18446744073709551615: _check('p', value, 'value')
@@ -1466,6 +1473,7 @@ def _mk_cuDevSmResourceSplitByCount(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if result.__class__ is not int and result is not None: _need(result, nbGroups * 144, 'cuDevSmResourceSplitByCount', 'result', 'nbGroups')
         if result.__class__ is not int: result, _k0 = _address(result)
         elif _chk and not 0 <= result <= 18446744073709551615: _check('p', result, 'result')
         if input.__class__ is not int: input, _k2 = _address(input)
@@ -1849,6 +1857,8 @@ def _mk_cuDeviceGetHostAtomicCapabilities(_fn, _b, _chk):
         Calls the driver's cuDeviceGetHostAtomicCapabilities (ABI version 13000): CUresult cuDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const CUatomicOperation *operations, unsigned int count, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if capabilities.__class__ is not int and capabilities is not None: _need(capabilities, count * 4, 'cuDeviceGetHostAtomicCapabilities', 'capabilities', 'count')
+        if operations.__class__ is not int and operations is not None: _need(operations, count * 4, 'cuDeviceGetHostAtomicCapabilities', 'operations', 'count')
         if capabilities.__class__ is not int: capabilities, _k0 = _address(capabilities)
         elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
@@ -1876,6 +1886,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
         Calls the driver's cuDeviceGetLuid (ABI version 10000): CUresult cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if luid.__class__ is not int and luid is not None: _need(luid, 8, 'cuDeviceGetLuid', 'luid', None)
         if luid.__class__ is not int: luid, _k0 = _address(luid)
         elif _chk and not 0 <= luid <= 18446744073709551615: _check('p', luid, 'luid')
         if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
@@ -1891,7 +1902,7 @@ def _mk_cuDeviceGetLuid(_fn, _b, _chk):
             _raise(_rc, 'cuDeviceGetLuid')
         return _o0[0]
 
-    return _fast('cuDeviceGetLuid', cuDeviceGetLuid, '(luid, dev)') or cuDeviceGetLuid
+    return cuDeviceGetLuid
 
 
 def _mk_cuDeviceGetMemPool(_fn, _b, _chk):
@@ -1930,6 +1941,7 @@ def _mk_cuDeviceGetName(_fn, _b, _chk):
         Calls the driver's cuDeviceGetName (ABI version 2000): CUresult cuDeviceGetName(char *name, int len, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if name.__class__ is not int and name is not None: _need(name, len, 'cuDeviceGetName', 'name', 'len')
         if name.__class__ is not int: name, _k0 = _address(name)
         elif _chk and not 0 <= name <= 18446744073709551615: _check('p', name, 'name')
         if _chk and (not -2147483648 <= len <= 2147483647 or len.__class__ is not int and not isinstance(len, int)): _check('i', len, 'len')
@@ -1976,6 +1988,8 @@ def _mk_cuDeviceGetP2PAtomicCapabilities(_fn, _b, _chk):
         Calls the driver's cuDeviceGetP2PAtomicCapabilities (ABI version 13000): CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int *capabilities, const CUatomicOperation *operations, unsigned int count, CUdevice srcDevice, CUdevice dstDevice).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if capabilities.__class__ is not int and capabilities is not None: _need(capabilities, count * 4, 'cuDeviceGetP2PAtomicCapabilities', 'capabilities', 'count')
+        if operations.__class__ is not int and operations is not None: _need(operations, count * 4, 'cuDeviceGetP2PAtomicCapabilities', 'operations', 'count')
         if capabilities.__class__ is not int: capabilities, _k0 = _address(capabilities)
         elif _chk and not 0 <= capabilities <= 18446744073709551615: _check('p', capabilities, 'capabilities')
         if operations.__class__ is not int: operations, _k1 = _address(operations)
@@ -2031,6 +2045,7 @@ def _mk_cuDeviceGetPCIBusId(_fn, _b, _chk):
         Calls the driver's cuDeviceGetPCIBusId (ABI version 4010): CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if pciBusId.__class__ is not int and pciBusId is not None: _need(pciBusId, len, 'cuDeviceGetPCIBusId', 'pciBusId', 'len')
         if pciBusId.__class__ is not int: pciBusId, _k0 = _address(pciBusId)
         elif _chk and not 0 <= pciBusId <= 18446744073709551615: _check('p', pciBusId, 'pciBusId')
         if _chk and (not -2147483648 <= len <= 2147483647 or len.__class__ is not int and not isinstance(len, int)): _check('i', len, 'len')
@@ -2054,6 +2069,7 @@ def _mk_cuDeviceGetProperties(_fn, _b, _chk):
         Calls the driver's cuDeviceGetProperties (ABI version 2000): CUresult cuDeviceGetProperties(CUdevprop *prop, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if prop.__class__ is not int and prop is not None: _need(prop, 56, 'cuDeviceGetProperties', 'prop', None)
         if prop.__class__ is not int: prop, _k0 = _address(prop)
         elif _chk and not 0 <= prop <= 18446744073709551615: _check('p', prop, 'prop')
         if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
@@ -2105,6 +2121,7 @@ def _mk_cuDeviceGetUuid(_fn, _b, _chk):
         Calls the driver's cuDeviceGetUuid (ABI version 11040): CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if uuid.__class__ is not int and uuid is not None: _need(uuid, 16, 'cuDeviceGetUuid', 'uuid', None)
         if uuid.__class__ is not int: uuid, _k0 = _address(uuid)
         elif _chk and not 0 <= uuid <= 18446744073709551615: _check('p', uuid, 'uuid')
         if _chk and (not -2147483648 <= dev <= 2147483647 or dev.__class__ is not int and not isinstance(dev, int)): _check('i', dev, 'dev')
@@ -3113,6 +3130,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddBatchMemOpNode (ABI version 11070): CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddBatchMemOpNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3132,7 +3150,7 @@ def _mk_cuGraphAddBatchMemOpNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddBatchMemOpNode')
         return _o0[0]
 
-    return _fast('cuGraphAddBatchMemOpNode', cuGraphAddBatchMemOpNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddBatchMemOpNode
+    return cuGraphAddBatchMemOpNode
 
 
 def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
@@ -3146,6 +3164,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddChildGraphNode (ABI version 10000): CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddChildGraphNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3165,7 +3184,7 @@ def _mk_cuGraphAddChildGraphNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddChildGraphNode')
         return _o0[0]
 
-    return _fast('cuGraphAddChildGraphNode', cuGraphAddChildGraphNode, '(hGraph, dependencies, numDependencies, childGraph)') or cuGraphAddChildGraphNode
+    return cuGraphAddChildGraphNode
 
 
 def _mk_cuGraphAddDependencies(_fn, _b, _chk):
@@ -3177,6 +3196,9 @@ def _mk_cuGraphAddDependencies(_fn, _b, _chk):
         Calls the driver's cuGraphAddDependencies (ABI version 12030): CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if from_.__class__ is not int and from_ is not None: _need(from_, numDependencies * 8, 'cuGraphAddDependencies', 'from', 'numDependencies')
+        if to.__class__ is not int and to is not None: _need(to, numDependencies * 8, 'cuGraphAddDependencies', 'to', 'numDependencies')
+        if edgeData.__class__ is not int and edgeData is not None: _need(edgeData, numDependencies * 8, 'cuGraphAddDependencies', 'edgeData', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if from_.__class__ is not int: from_, _k1 = _address(from_)
@@ -3207,6 +3229,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddEmptyNode (ABI version 10000): CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddEmptyNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3224,7 +3247,7 @@ def _mk_cuGraphAddEmptyNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEmptyNode')
         return _o0[0]
 
-    return _fast('cuGraphAddEmptyNode', cuGraphAddEmptyNode, '(hGraph, dependencies, numDependencies)') or cuGraphAddEmptyNode
+    return cuGraphAddEmptyNode
 
 
 def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
@@ -3238,6 +3261,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddEventRecordNode (ABI version 11010): CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddEventRecordNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3257,7 +3281,7 @@ def _mk_cuGraphAddEventRecordNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEventRecordNode')
         return _o0[0]
 
-    return _fast('cuGraphAddEventRecordNode', cuGraphAddEventRecordNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventRecordNode
+    return cuGraphAddEventRecordNode
 
 
 def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
@@ -3271,6 +3295,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddEventWaitNode (ABI version 11010): CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddEventWaitNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3290,7 +3315,7 @@ def _mk_cuGraphAddEventWaitNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddEventWaitNode')
         return _o0[0]
 
-    return _fast('cuGraphAddEventWaitNode', cuGraphAddEventWaitNode, '(hGraph, dependencies, numDependencies, event)') or cuGraphAddEventWaitNode
+    return cuGraphAddEventWaitNode
 
 
 def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
@@ -3304,6 +3329,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddExternalSemaphoresSignalNode (ABI version 11020): CUresult cuGraphAddExternalSemaphoresSignalNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddExternalSemaphoresSignalNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3323,7 +3349,7 @@ def _mk_cuGraphAddExternalSemaphoresSignalNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddExternalSemaphoresSignalNode')
         return _o0[0]
 
-    return _fast('cuGraphAddExternalSemaphoresSignalNode', cuGraphAddExternalSemaphoresSignalNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresSignalNode
+    return cuGraphAddExternalSemaphoresSignalNode
 
 
 def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
@@ -3337,6 +3363,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddExternalSemaphoresWaitNode (ABI version 11020): CUresult cuGraphAddExternalSemaphoresWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_EXT_SEM_WAIT_NODE_PARAMS *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddExternalSemaphoresWaitNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3356,7 +3383,7 @@ def _mk_cuGraphAddExternalSemaphoresWaitNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddExternalSemaphoresWaitNode')
         return _o0[0]
 
-    return _fast('cuGraphAddExternalSemaphoresWaitNode', cuGraphAddExternalSemaphoresWaitNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddExternalSemaphoresWaitNode
+    return cuGraphAddExternalSemaphoresWaitNode
 
 
 def _mk_cuGraphAddHostNode(_fn, _b, _chk):
@@ -3370,6 +3397,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddHostNode (ABI version 10000): CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddHostNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3389,7 +3417,7 @@ def _mk_cuGraphAddHostNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddHostNode')
         return _o0[0]
 
-    return _fast('cuGraphAddHostNode', cuGraphAddHostNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddHostNode
+    return cuGraphAddHostNode
 
 
 def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
@@ -3403,6 +3431,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddKernelNode (ABI version 12000): CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddKernelNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3422,7 +3451,7 @@ def _mk_cuGraphAddKernelNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddKernelNode')
         return _o0[0]
 
-    return _fast('cuGraphAddKernelNode', cuGraphAddKernelNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddKernelNode
+    return cuGraphAddKernelNode
 
 
 def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
@@ -3436,6 +3465,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddMemAllocNode (ABI version 11040): CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddMemAllocNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3455,7 +3485,7 @@ def _mk_cuGraphAddMemAllocNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemAllocNode')
         return _o0[0]
 
-    return _fast('cuGraphAddMemAllocNode', cuGraphAddMemAllocNode, '(hGraph, dependencies, numDependencies, nodeParams)') or cuGraphAddMemAllocNode
+    return cuGraphAddMemAllocNode
 
 
 def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
@@ -3469,6 +3499,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddMemFreeNode (ABI version 11040): CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddMemFreeNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3488,7 +3519,7 @@ def _mk_cuGraphAddMemFreeNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemFreeNode')
         return _o0[0]
 
-    return _fast('cuGraphAddMemFreeNode', cuGraphAddMemFreeNode, '(hGraph, dependencies, numDependencies, dptr)') or cuGraphAddMemFreeNode
+    return cuGraphAddMemFreeNode
 
 
 def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
@@ -3502,6 +3533,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddMemcpyNode (ABI version 10000): CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddMemcpyNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3523,7 +3555,7 @@ def _mk_cuGraphAddMemcpyNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemcpyNode')
         return _o0[0]
 
-    return _fast('cuGraphAddMemcpyNode', cuGraphAddMemcpyNode, '(hGraph, dependencies, numDependencies, copyParams, ctx)') or cuGraphAddMemcpyNode
+    return cuGraphAddMemcpyNode
 
 
 def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
@@ -3537,6 +3569,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddMemsetNode (ABI version 10000): CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddMemsetNode', 'dependencies', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3558,7 +3591,7 @@ def _mk_cuGraphAddMemsetNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddMemsetNode')
         return _o0[0]
 
-    return _fast('cuGraphAddMemsetNode', cuGraphAddMemsetNode, '(hGraph, dependencies, numDependencies, memsetParams, ctx)') or cuGraphAddMemsetNode
+    return cuGraphAddMemsetNode
 
 
 def _mk_cuGraphAddNode(_fn, _b, _chk):
@@ -3572,6 +3605,8 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
         Calls the driver's cuGraphAddNode (ABI version 12030): CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphAddNode', 'dependencies', 'numDependencies')
+        if dependencyData.__class__ is not int and dependencyData is not None: _need(dependencyData, numDependencies * 8, 'cuGraphAddNode', 'dependencyData', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if dependencies.__class__ is not int: dependencies, _k2 = _address(dependencies)
@@ -3593,7 +3628,7 @@ def _mk_cuGraphAddNode(_fn, _b, _chk):
             _raise(_rc, 'cuGraphAddNode')
         return _o0[0]
 
-    return _fast('cuGraphAddNode', cuGraphAddNode, '(hGraph, dependencies, dependencyData, numDependencies, nodeParams)') or cuGraphAddNode
+    return cuGraphAddNode
 
 
 def _mk_cuGraphAddNode_v3(_fn, _b, _chk):
@@ -4325,6 +4360,7 @@ def _mk_cuGraphExecUpdate(_fn, _b, _chk):
         Calls the driver's cuGraphExecUpdate (ABI version 12000): CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if resultInfo.__class__ is not int and resultInfo is not None: _need(resultInfo, 24, 'cuGraphExecUpdate', 'resultInfo', None)
         if hGraphExec.__class__ is not int: hGraphExec, _k0 = _address(hGraphExec)
         elif _chk and not 0 <= hGraphExec <= 18446744073709551615: _check('p', hGraphExec, 'hGraphExec')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
@@ -4445,6 +4481,9 @@ def _mk_cuGraphGetEdges(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if from_.__class__ is not int and from_ is not None: _need(from_, numEdges * 8, 'cuGraphGetEdges', 'from', 'numEdges')
+        if to.__class__ is not int and to is not None: _need(to, numEdges * 8, 'cuGraphGetEdges', 'to', 'numEdges')
+        if edgeData.__class__ is not int and edgeData is not None: _need(edgeData, numEdges * 8, 'cuGraphGetEdges', 'edgeData', 'numEdges')
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if from_.__class__ is not int: from_, _k1 = _address(from_)
@@ -4510,6 +4549,7 @@ def _mk_cuGraphGetNodes(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if nodes.__class__ is not int and nodes is not None: _need(nodes, numNodes * 8, 'cuGraphGetNodes', 'nodes', 'numNodes')
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if nodes.__class__ is not int: nodes, _k1 = _address(nodes)
@@ -4543,6 +4583,7 @@ def _mk_cuGraphGetRootNodes(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if rootNodes.__class__ is not int and rootNodes is not None: _need(rootNodes, numRootNodes * 8, 'cuGraphGetRootNodes', 'rootNodes', 'numRootNodes')
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if rootNodes.__class__ is not int: rootNodes, _k1 = _address(rootNodes)
@@ -5022,6 +5063,8 @@ def _mk_cuGraphNodeGetDependencies(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuGraphNodeGetDependencies', 'dependencies', 'numDependencies')
+        if edgeData.__class__ is not int and edgeData is not None: _need(edgeData, numDependencies * 8, 'cuGraphNodeGetDependencies', 'edgeData', 'numDependencies')
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if dependencies.__class__ is not int: dependencies, _k1 = _address(dependencies)
@@ -5057,6 +5100,8 @@ def _mk_cuGraphNodeGetDependentNodes(_fn, _b, _chk):
         In-out parameters are passed in and their new value is returned.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependentNodes.__class__ is not int and dependentNodes is not None: _need(dependentNodes, numDependentNodes * 8, 'cuGraphNodeGetDependentNodes', 'dependentNodes', 'numDependentNodes')
+        if edgeData.__class__ is not int and edgeData is not None: _need(edgeData, numDependentNodes * 8, 'cuGraphNodeGetDependentNodes', 'edgeData', 'numDependentNodes')
         if hNode.__class__ is not int: hNode, _k0 = _address(hNode)
         elif _chk and not 0 <= hNode <= 18446744073709551615: _check('p', hNode, 'hNode')
         if dependentNodes.__class__ is not int: dependentNodes, _k1 = _address(dependentNodes)
@@ -5320,6 +5365,9 @@ def _mk_cuGraphRemoveDependencies(_fn, _b, _chk):
         Calls the driver's cuGraphRemoveDependencies (ABI version 12030): CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if from_.__class__ is not int and from_ is not None: _need(from_, numDependencies * 8, 'cuGraphRemoveDependencies', 'from', 'numDependencies')
+        if to.__class__ is not int and to is not None: _need(to, numDependencies * 8, 'cuGraphRemoveDependencies', 'to', 'numDependencies')
+        if edgeData.__class__ is not int and edgeData is not None: _need(edgeData, numDependencies * 8, 'cuGraphRemoveDependencies', 'edgeData', 'numDependencies')
         if hGraph.__class__ is not int: hGraph, _k0 = _address(hGraph)
         elif _chk and not 0 <= hGraph <= 18446744073709551615: _check('p', hGraph, 'hGraph')
         if from_.__class__ is not int: from_, _k1 = _address(from_)
@@ -5396,6 +5444,7 @@ def _mk_cuGraphicsMapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsMapResources (ABI version 3000): CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if resources.__class__ is not int and resources is not None: _need(resources, count * 8, 'cuGraphicsMapResources', 'resources', 'count')
         if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
@@ -5531,6 +5580,7 @@ def _mk_cuGraphicsUnmapResources(_fn, _b, _chk):
         Calls the driver's cuGraphicsUnmapResources (ABI version 3000): CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource *resources, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if resources.__class__ is not int and resources is not None: _need(resources, count * 8, 'cuGraphicsUnmapResources', 'resources', 'count')
         if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
         if resources.__class__ is not int: resources, _k1 = _address(resources)
         elif _chk and not 0 <= resources <= 18446744073709551615: _check('p', resources, 'resources')
@@ -5852,6 +5902,7 @@ def _mk_cuIpcGetEventHandle(_fn, _b, _chk):
         Calls the driver's cuIpcGetEventHandle (ABI version 4010): CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if pHandle.__class__ is not int and pHandle is not None: _need(pHandle, 64, 'cuIpcGetEventHandle', 'pHandle', None)
         if pHandle.__class__ is not int: pHandle, _k0 = _address(pHandle)
         elif _chk and not 0 <= pHandle <= 18446744073709551615: _check('p', pHandle, 'pHandle')
         if event.__class__ is not int: event, _k1 = _address(event)
@@ -5875,6 +5926,7 @@ def _mk_cuIpcGetMemHandle(_fn, _b, _chk):
         Calls the driver's cuIpcGetMemHandle (ABI version 4010): CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if pHandle.__class__ is not int and pHandle is not None: _need(pHandle, 64, 'cuIpcGetMemHandle', 'pHandle', None)
         if pHandle.__class__ is not int: pHandle, _k0 = _address(pHandle)
         elif _chk and not 0 <= pHandle <= 18446744073709551615: _check('p', pHandle, 'pHandle')
         if dptr.__class__ is not int: dptr, _k1 = _address(dptr)
@@ -6229,6 +6281,7 @@ def _mk_cuLaunchCooperativeKernelMultiDevice(_fn, _b, _chk):
         Calls the driver's cuLaunchCooperativeKernelMultiDevice (ABI version 9000): CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if launchParamsList.__class__ is not int and launchParamsList is not None: _need(launchParamsList, numDevices * 56, 'cuLaunchCooperativeKernelMultiDevice', 'launchParamsList', 'numDevices')
         if launchParamsList.__class__ is not int: launchParamsList, _k0 = _address(launchParamsList)
         elif _chk and not 0 <= launchParamsList <= 18446744073709551615: _check('p', launchParamsList, 'launchParamsList')
         if _chk and (not 0 <= numDevices <= 4294967295 or numDevices.__class__ is not int and not isinstance(numDevices, int)): _check('I', numDevices, 'numDevices')
@@ -6412,6 +6465,7 @@ def _mk_cuLibraryEnumerateKernels(_fn, _b, _chk):
         Calls the driver's cuLibraryEnumerateKernels (ABI version 12040): CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if kernels.__class__ is not int and kernels is not None: _need(kernels, numKernels * 8, 'cuLibraryEnumerateKernels', 'kernels', 'numKernels')
         if kernels.__class__ is not int: kernels, _k0 = _address(kernels)
         elif _chk and not 0 <= kernels <= 18446744073709551615: _check('p', kernels, 'kernels')
         if _chk and (not 0 <= numKernels <= 4294967295 or numKernels.__class__ is not int and not isinstance(numKernels, int)): _check('I', numKernels, 'numKernels')
@@ -6620,6 +6674,10 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
         Calls the driver's cuLibraryLoadData (ABI version 12000): CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if jitOptions.__class__ is not int and jitOptions is not None: _need(jitOptions, numJitOptions * 4, 'cuLibraryLoadData', 'jitOptions', 'numJitOptions')
+        if jitOptionsValues.__class__ is not int and jitOptionsValues is not None: _need(jitOptionsValues, numJitOptions * 8, 'cuLibraryLoadData', 'jitOptionsValues', 'numJitOptions')
+        if libraryOptions.__class__ is not int and libraryOptions is not None: _need(libraryOptions, numLibraryOptions * 4, 'cuLibraryLoadData', 'libraryOptions', 'numLibraryOptions')
+        if libraryOptionValues.__class__ is not int and libraryOptionValues is not None: _need(libraryOptionValues, numLibraryOptions * 8, 'cuLibraryLoadData', 'libraryOptionValues', 'numLibraryOptions')
         if code.__class__ is not int: code, _k1 = _address(code)
         elif _chk and not 0 <= code <= 18446744073709551615: _check('p', code, 'code')
         if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
@@ -6644,7 +6702,7 @@ def _mk_cuLibraryLoadData(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryLoadData')
         return _o0[0]
 
-    return _fast('cuLibraryLoadData', cuLibraryLoadData, '(code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadData
+    return cuLibraryLoadData
 
 
 def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
@@ -6658,6 +6716,10 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
         Calls the driver's cuLibraryLoadFromFile (ABI version 12000): CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if jitOptions.__class__ is not int and jitOptions is not None: _need(jitOptions, numJitOptions * 4, 'cuLibraryLoadFromFile', 'jitOptions', 'numJitOptions')
+        if jitOptionsValues.__class__ is not int and jitOptionsValues is not None: _need(jitOptionsValues, numJitOptions * 8, 'cuLibraryLoadFromFile', 'jitOptionsValues', 'numJitOptions')
+        if libraryOptions.__class__ is not int and libraryOptions is not None: _need(libraryOptions, numLibraryOptions * 4, 'cuLibraryLoadFromFile', 'libraryOptions', 'numLibraryOptions')
+        if libraryOptionValues.__class__ is not int and libraryOptionValues is not None: _need(libraryOptionValues, numLibraryOptions * 8, 'cuLibraryLoadFromFile', 'libraryOptionValues', 'numLibraryOptions')
         if fileName.__class__ is not int: fileName, _k1 = _cstring(fileName)
         elif _chk and not 0 <= fileName <= 18446744073709551615: _check('p', fileName, 'fileName')
         if jitOptions.__class__ is not int: jitOptions, _k2 = _address(jitOptions)
@@ -6682,7 +6744,7 @@ def _mk_cuLibraryLoadFromFile(_fn, _b, _chk):
             _raise(_rc, 'cuLibraryLoadFromFile')
         return _o0[0]
 
-    return _fast('cuLibraryLoadFromFile', cuLibraryLoadFromFile, '(fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions)') or cuLibraryLoadFromFile
+    return cuLibraryLoadFromFile
 
 
 def _mk_cuLibraryUnload(_fn, _b, _chk):
@@ -6715,6 +6777,9 @@ def _mk_cuLinkAddData(_fn, _b, _chk):
         Calls the driver's cuLinkAddData (ABI version 6050): CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void **optionValues).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if data.__class__ is not int and data is not None: _need(data, size, 'cuLinkAddData', 'data', 'size')
+        if options.__class__ is not int and options is not None: _need(options, numOptions * 4, 'cuLinkAddData', 'options', 'numOptions')
+        if optionValues.__class__ is not int and optionValues is not None: _need(optionValues, numOptions * 8, 'cuLinkAddData', 'optionValues', 'numOptions')
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
         if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
@@ -6747,6 +6812,8 @@ def _mk_cuLinkAddFile(_fn, _b, _chk):
         Calls the driver's cuLinkAddFile (ABI version 6050): CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions, CUjit_option *options, void **optionValues).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if options.__class__ is not int and options is not None: _need(options, numOptions * 4, 'cuLinkAddFile', 'options', 'numOptions')
+        if optionValues.__class__ is not int and optionValues is not None: _need(optionValues, numOptions * 8, 'cuLinkAddFile', 'optionValues', 'numOptions')
         if state.__class__ is not int: state, _k0 = _address(state)
         elif _chk and not 0 <= state <= 18446744073709551615: _check('p', state, 'state')
         if _chk and (not 0 <= type <= 4294967295 or type.__class__ is not int and not isinstance(type, int)): _check('I', type, 'type')
@@ -6809,6 +6876,8 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
         Calls the driver's cuLinkCreate (ABI version 6050): CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if options.__class__ is not int and options is not None: _need(options, numOptions * 4, 'cuLinkCreate', 'options', 'numOptions')
+        if optionValues.__class__ is not int and optionValues is not None: _need(optionValues, numOptions * 8, 'cuLinkCreate', 'optionValues', 'numOptions')
         if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
         if options.__class__ is not int: options, _k1 = _address(options)
         elif _chk and not 0 <= options <= 18446744073709551615: _check('p', options, 'options')
@@ -6826,7 +6895,7 @@ def _mk_cuLinkCreate(_fn, _b, _chk):
             _raise(_rc, 'cuLinkCreate')
         return _o0[0]
 
-    return _fast('cuLinkCreate', cuLinkCreate, '(numOptions, options, optionValues)') or cuLinkCreate
+    return cuLinkCreate
 
 
 def _mk_cuLinkDestroy(_fn, _b, _chk):
@@ -7211,6 +7280,7 @@ def _mk_cuLogsDumpToMemory(_fn, _b, _chk):
         Returns a tuple of the output parameters, in declaration order.
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if buffer.__class__ is not int and buffer is not None: _need(buffer, size, 'cuLogsDumpToMemory', 'buffer', 'size')
         if buffer.__class__ is not int: buffer, _k1 = _address(buffer)
         elif _chk and not 0 <= buffer <= 18446744073709551615: _check('p', buffer, 'buffer')
         if _chk and (not 0 <= flags <= 4294967295 or flags.__class__ is not int and not isinstance(flags, int)): _check('I', flags, 'flags')
@@ -7548,6 +7618,7 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
         Calls the driver's cuMemBatchDecompressAsync (ABI version 12060): CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex, CUstream stream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if paramsArray.__class__ is not int and paramsArray is not None: _need(paramsArray, count * 64, 'cuMemBatchDecompressAsync', 'paramsArray', 'count')
         if paramsArray.__class__ is not int: paramsArray, _k0 = _address(paramsArray)
         elif _chk and not 0 <= paramsArray <= 18446744073709551615: _check('p', paramsArray, 'paramsArray')
         if _chk and (not 0 <= count <= 18446744073709551615 or count.__class__ is not int and not isinstance(count, int)): _check('z', count, 'count')
@@ -7566,7 +7637,7 @@ def _mk_cuMemBatchDecompressAsync(_fn, _b, _chk):
             _raise(_rc, 'cuMemBatchDecompressAsync')
         return _o0[0]
 
-    return _fast('cuMemBatchDecompressAsync', cuMemBatchDecompressAsync, '(paramsArray, count, flags, stream)') or cuMemBatchDecompressAsync
+    return cuMemBatchDecompressAsync
 
 
 def _mk_cuMemCreate(_fn, _b, _chk):
@@ -7608,6 +7679,10 @@ def _mk_cuMemDiscardAndPrefetchBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemDiscardAndPrefetchBatchAsync (ABI version 13000): CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dptrs.__class__ is not int and dptrs is not None: _need(dptrs, count * 8, 'cuMemDiscardAndPrefetchBatchAsync', 'dptrs', 'count')
+        if sizes.__class__ is not int and sizes is not None: _need(sizes, count * 8, 'cuMemDiscardAndPrefetchBatchAsync', 'sizes', 'count')
+        if prefetchLocs.__class__ is not int and prefetchLocs is not None: _need(prefetchLocs, numPrefetchLocs * 8, 'cuMemDiscardAndPrefetchBatchAsync', 'prefetchLocs', 'numPrefetchLocs')
+        if prefetchLocIdxs.__class__ is not int and prefetchLocIdxs is not None: _need(prefetchLocIdxs, numPrefetchLocs * 8, 'cuMemDiscardAndPrefetchBatchAsync', 'prefetchLocIdxs', 'numPrefetchLocs')
         if dptrs.__class__ is not int: dptrs, _k0 = _address(dptrs)
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
@@ -7640,6 +7715,8 @@ def _mk_cuMemDiscardBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemDiscardBatchAsync (ABI version 13000): CUresult cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dptrs.__class__ is not int and dptrs is not None: _need(dptrs, count * 8, 'cuMemDiscardBatchAsync', 'dptrs', 'count')
+        if sizes.__class__ is not int and sizes is not None: _need(sizes, count * 8, 'cuMemDiscardBatchAsync', 'sizes', 'count')
         if dptrs.__class__ is not int: dptrs, _k0 = _address(dptrs)
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
@@ -8092,6 +8169,7 @@ def _mk_cuMemHostRegister(_fn, _b, _chk):
         Calls the driver's cuMemHostRegister (ABI version 6050): CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if p.__class__ is not int and p is not None: _need(p, bytesize, 'cuMemHostRegister', 'p', 'bytesize')
         if p.__class__ is not int: p, _k0 = _address(p)
         elif _chk and not 0 <= p <= 18446744073709551615: _check('p', p, 'p')
         if _chk and (not 0 <= bytesize <= 18446744073709551615 or bytesize.__class__ is not int and not isinstance(bytesize, int)): _check('z', bytesize, 'bytesize')
@@ -8190,6 +8268,7 @@ def _mk_cuMemMapArrayAsync(_fn, _b, _chk):
         Calls the driver's cuMemMapArrayAsync (ABI version 11010): CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if mapInfoList.__class__ is not int and mapInfoList is not None: _need(mapInfoList, count * 96, 'cuMemMapArrayAsync', 'mapInfoList', 'count')
         if mapInfoList.__class__ is not int: mapInfoList, _k0 = _address(mapInfoList)
         elif _chk and not 0 <= mapInfoList <= 18446744073709551615: _check('p', mapInfoList, 'mapInfoList')
         if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
@@ -8425,6 +8504,7 @@ def _mk_cuMemPoolSetAccess(_fn, _b, _chk):
         Calls the driver's cuMemPoolSetAccess (ABI version 11020): CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if map.__class__ is not int and map is not None: _need(map, count * 12, 'cuMemPoolSetAccess', 'map', 'count')
         if pool.__class__ is not int: pool, _k0 = _address(pool)
         elif _chk and not 0 <= pool <= 18446744073709551615: _check('p', pool, 'pool')
         if map.__class__ is not int: map, _k1 = _address(map)
@@ -8522,6 +8602,10 @@ def _mk_cuMemPrefetchBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemPrefetchBatchAsync (ABI version 13000): CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dptrs.__class__ is not int and dptrs is not None: _need(dptrs, count * 8, 'cuMemPrefetchBatchAsync', 'dptrs', 'count')
+        if sizes.__class__ is not int and sizes is not None: _need(sizes, count * 8, 'cuMemPrefetchBatchAsync', 'sizes', 'count')
+        if prefetchLocs.__class__ is not int and prefetchLocs is not None: _need(prefetchLocs, numPrefetchLocs * 8, 'cuMemPrefetchBatchAsync', 'prefetchLocs', 'numPrefetchLocs')
+        if prefetchLocIdxs.__class__ is not int and prefetchLocIdxs is not None: _need(prefetchLocIdxs, numPrefetchLocs * 8, 'cuMemPrefetchBatchAsync', 'prefetchLocIdxs', 'numPrefetchLocs')
         if dptrs.__class__ is not int: dptrs, _k0 = _address(dptrs)
         elif _chk and not 0 <= dptrs <= 18446744073709551615: _check('p', dptrs, 'dptrs')
         if sizes.__class__ is not int: sizes, _k1 = _address(sizes)
@@ -8554,6 +8638,7 @@ def _mk_cuMemRangeGetAttribute(_fn, _b, _chk):
         Calls the driver's cuMemRangeGetAttribute (ABI version 8000): CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if data.__class__ is not int and data is not None: _need(data, dataSize, 'cuMemRangeGetAttribute', 'data', 'dataSize')
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
         if _chk and (not 0 <= dataSize <= 18446744073709551615 or dataSize.__class__ is not int and not isinstance(dataSize, int)): _check('z', dataSize, 'dataSize')
@@ -8580,6 +8665,9 @@ def _mk_cuMemRangeGetAttributes(_fn, _b, _chk):
         Calls the driver's cuMemRangeGetAttributes (ABI version 8000): CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes, size_t numAttributes, CUdeviceptr devPtr, size_t count).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if data.__class__ is not int and data is not None: _need(data, numAttributes * 8, 'cuMemRangeGetAttributes', 'data', 'numAttributes')
+        if dataSizes.__class__ is not int and dataSizes is not None: _need(dataSizes, numAttributes * 8, 'cuMemRangeGetAttributes', 'dataSizes', 'numAttributes')
+        if attributes.__class__ is not int and attributes is not None: _need(attributes, numAttributes * 4, 'cuMemRangeGetAttributes', 'attributes', 'numAttributes')
         if data.__class__ is not int: data, _k0 = _address(data)
         elif _chk and not 0 <= data <= 18446744073709551615: _check('p', data, 'data')
         if dataSizes.__class__ is not int: dataSizes, _k1 = _address(dataSizes)
@@ -8657,6 +8745,7 @@ def _mk_cuMemSetAccess(_fn, _b, _chk):
         Calls the driver's cuMemSetAccess (ABI version 10020): CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if desc.__class__ is not int and desc is not None: _need(desc, count * 12, 'cuMemSetAccess', 'desc', 'count')
         if ptr.__class__ is not int: ptr, _k0 = _address(ptr)
         elif _chk and not 0 <= ptr <= 18446744073709551615: _check('Q', ptr, 'ptr')
         if _chk and (not 0 <= size <= 18446744073709551615 or size.__class__ is not int and not isinstance(size, int)): _check('z', size, 'size')
@@ -8861,6 +8950,7 @@ def _mk_cuMemcpy3DBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpy3DBatchAsync (ABI version 13000): CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if opList.__class__ is not int and opList is not None: _need(opList, numOps * 112, 'cuMemcpy3DBatchAsync', 'opList', 'numOps')
         if _chk and (not 0 <= numOps <= 18446744073709551615 or numOps.__class__ is not int and not isinstance(numOps, int)): _check('z', numOps, 'numOps')
         if opList.__class__ is not int: opList, _k1 = _address(opList)
         elif _chk and not 0 <= opList <= 18446744073709551615: _check('p', opList, 'opList')
@@ -9031,6 +9121,7 @@ def _mk_cuMemcpyAtoH(_fn, _b, _chk):
         Calls the driver's cuMemcpyAtoH (ABI version 3020): CUresult cuMemcpyAtoH(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dstHost.__class__ is not int and dstHost is not None: _need(dstHost, ByteCount, 'cuMemcpyAtoH', 'dstHost', 'ByteCount')
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
@@ -9056,6 +9147,7 @@ def _mk_cuMemcpyAtoHAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyAtoHAsync (ABI version 3020): CUresult cuMemcpyAtoHAsync(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dstHost.__class__ is not int and dstHost is not None: _need(dstHost, ByteCount, 'cuMemcpyAtoHAsync', 'dstHost', 'ByteCount')
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcArray.__class__ is not int: srcArray, _k1 = _address(srcArray)
@@ -9083,6 +9175,11 @@ def _mk_cuMemcpyBatchAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyBatchAsync (ABI version 13000): CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dsts.__class__ is not int and dsts is not None: _need(dsts, count * 8, 'cuMemcpyBatchAsync', 'dsts', 'count')
+        if srcs.__class__ is not int and srcs is not None: _need(srcs, count * 8, 'cuMemcpyBatchAsync', 'srcs', 'count')
+        if sizes.__class__ is not int and sizes is not None: _need(sizes, count * 8, 'cuMemcpyBatchAsync', 'sizes', 'count')
+        if attrs.__class__ is not int and attrs is not None: _need(attrs, numAttrs * 24, 'cuMemcpyBatchAsync', 'attrs', 'numAttrs')
+        if attrsIdxs.__class__ is not int and attrsIdxs is not None: _need(attrsIdxs, numAttrs * 8, 'cuMemcpyBatchAsync', 'attrsIdxs', 'numAttrs')
         if dsts.__class__ is not int: dsts, _k0 = _address(dsts)
         elif _chk and not 0 <= dsts <= 18446744073709551615: _check('p', dsts, 'dsts')
         if srcs.__class__ is not int: srcs, _k1 = _address(srcs)
@@ -9191,6 +9288,7 @@ def _mk_cuMemcpyDtoH(_fn, _b, _chk):
         Calls the driver's cuMemcpyDtoH (ABI version 3020): CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dstHost.__class__ is not int and dstHost is not None: _need(dstHost, ByteCount, 'cuMemcpyDtoH', 'dstHost', 'ByteCount')
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
@@ -9215,6 +9313,7 @@ def _mk_cuMemcpyDtoHAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyDtoHAsync (ABI version 3020): CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dstHost.__class__ is not int and dstHost is not None: _need(dstHost, ByteCount, 'cuMemcpyDtoHAsync', 'dstHost', 'ByteCount')
         if dstHost.__class__ is not int: dstHost, _k0 = _address(dstHost)
         elif _chk and not 0 <= dstHost <= 18446744073709551615: _check('p', dstHost, 'dstHost')
         if srcDevice.__class__ is not int: srcDevice, _k1 = _address(srcDevice)
@@ -9241,6 +9340,7 @@ def _mk_cuMemcpyHtoA(_fn, _b, _chk):
         Calls the driver's cuMemcpyHtoA (ABI version 3020): CUresult cuMemcpyHtoA(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if srcHost.__class__ is not int and srcHost is not None: _need(srcHost, ByteCount, 'cuMemcpyHtoA', 'srcHost', 'ByteCount')
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
         if _chk and (not 0 <= dstOffset <= 18446744073709551615 or dstOffset.__class__ is not int and not isinstance(dstOffset, int)): _check('z', dstOffset, 'dstOffset')
@@ -9266,6 +9366,7 @@ def _mk_cuMemcpyHtoAAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyHtoAAsync (ABI version 3020): CUresult cuMemcpyHtoAAsync(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if srcHost.__class__ is not int and srcHost is not None: _need(srcHost, ByteCount, 'cuMemcpyHtoAAsync', 'srcHost', 'ByteCount')
         if dstArray.__class__ is not int: dstArray, _k0 = _address(dstArray)
         elif _chk and not 0 <= dstArray <= 18446744073709551615: _check('p', dstArray, 'dstArray')
         if _chk and (not 0 <= dstOffset <= 18446744073709551615 or dstOffset.__class__ is not int and not isinstance(dstOffset, int)): _check('z', dstOffset, 'dstOffset')
@@ -9293,6 +9394,7 @@ def _mk_cuMemcpyHtoD(_fn, _b, _chk):
         Calls the driver's cuMemcpyHtoD (ABI version 3020): CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if srcHost.__class__ is not int and srcHost is not None: _need(srcHost, ByteCount, 'cuMemcpyHtoD', 'srcHost', 'ByteCount')
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
@@ -9317,6 +9419,7 @@ def _mk_cuMemcpyHtoDAsync(_fn, _b, _chk):
         Calls the driver's cuMemcpyHtoDAsync (ABI version 3020): CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if srcHost.__class__ is not int and srcHost is not None: _need(srcHost, ByteCount, 'cuMemcpyHtoDAsync', 'srcHost', 'ByteCount')
         if dstDevice.__class__ is not int: dstDevice, _k0 = _address(dstDevice)
         elif _chk and not 0 <= dstDevice <= 18446744073709551615: _check('Q', dstDevice, 'dstDevice')
         if srcHost.__class__ is not int: srcHost, _k1 = _address(srcHost)
@@ -9855,6 +9958,7 @@ def _mk_cuModuleEnumerateFunctions(_fn, _b, _chk):
         Calls the driver's cuModuleEnumerateFunctions (ABI version 12040): CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if functions.__class__ is not int and functions is not None: _need(functions, numFunctions * 8, 'cuModuleEnumerateFunctions', 'functions', 'numFunctions')
         if functions.__class__ is not int: functions, _k0 = _address(functions)
         elif _chk and not 0 <= functions <= 18446744073709551615: _check('p', functions, 'functions')
         if _chk and (not 0 <= numFunctions <= 4294967295 or numFunctions.__class__ is not int and not isinstance(numFunctions, int)): _check('I', numFunctions, 'numFunctions')
@@ -10114,6 +10218,8 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
         Calls the driver's cuModuleLoadDataEx (ABI version 2010): CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options, void **optionValues).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if options.__class__ is not int and options is not None: _need(options, numOptions * 4, 'cuModuleLoadDataEx', 'options', 'numOptions')
+        if optionValues.__class__ is not int and optionValues is not None: _need(optionValues, numOptions * 8, 'cuModuleLoadDataEx', 'optionValues', 'numOptions')
         if image.__class__ is not int: image, _k1 = _address(image)
         elif _chk and not 0 <= image <= 18446744073709551615: _check('p', image, 'image')
         if _chk and (not 0 <= numOptions <= 4294967295 or numOptions.__class__ is not int and not isinstance(numOptions, int)): _check('I', numOptions, 'numOptions')
@@ -10133,7 +10239,7 @@ def _mk_cuModuleLoadDataEx(_fn, _b, _chk):
             _raise(_rc, 'cuModuleLoadDataEx')
         return _o0[0]
 
-    return _fast('cuModuleLoadDataEx', cuModuleLoadDataEx, '(image, numOptions, options, optionValues)') or cuModuleLoadDataEx
+    return cuModuleLoadDataEx
 
 
 def _mk_cuModuleLoadFatBinary(_fn, _b, _chk):
@@ -10710,6 +10816,7 @@ def _mk_cuParamSetv(_fn, _b, _chk):
         Calls the driver's cuParamSetv (ABI version 2000): CUresult cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if ptr.__class__ is not int and ptr is not None: _need(ptr, numbytes, 'cuParamSetv', 'ptr', 'numbytes')
         if hfunc.__class__ is not int: hfunc, _k0 = _address(hfunc)
         elif _chk and not 0 <= hfunc <= 18446744073709551615: _check('p', hfunc, 'hfunc')
         if _chk and (not -2147483648 <= offset <= 2147483647 or offset.__class__ is not int and not isinstance(offset, int)): _check('i', offset, 'offset')
@@ -10759,6 +10866,8 @@ def _mk_cuPointerGetAttributes(_fn, _b, _chk):
         Calls the driver's cuPointerGetAttributes (ABI version 7000): CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if attributes.__class__ is not int and attributes is not None: _need(attributes, numAttributes * 4, 'cuPointerGetAttributes', 'attributes', 'numAttributes')
+        if data.__class__ is not int and data is not None: _need(data, numAttributes * 8, 'cuPointerGetAttributes', 'data', 'numAttributes')
         if _chk and (not 0 <= numAttributes <= 4294967295 or numAttributes.__class__ is not int and not isinstance(numAttributes, int)): _check('I', numAttributes, 'numAttributes')
         if attributes.__class__ is not int: attributes, _k1 = _address(attributes)
         elif _chk and not 0 <= attributes <= 18446744073709551615: _check('p', attributes, 'attributes')
@@ -10871,6 +10980,8 @@ def _mk_cuSignalExternalSemaphoresAsync(_fn, _b, _chk):
         Calls the driver's cuSignalExternalSemaphoresAsync (ABI version 10000): CUresult cuSignalExternalSemaphoresAsync(const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if extSemArray.__class__ is not int and extSemArray is not None: _need(extSemArray, numExtSems * 8, 'cuSignalExternalSemaphoresAsync', 'extSemArray', 'numExtSems')
+        if paramsArray.__class__ is not int and paramsArray is not None: _need(paramsArray, numExtSems * 144, 'cuSignalExternalSemaphoresAsync', 'paramsArray', 'numExtSems')
         if extSemArray.__class__ is not int: extSemArray, _k0 = _address(extSemArray)
         elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)
@@ -10948,6 +11059,7 @@ def _mk_cuStreamBatchMemOp(_fn, _b, _chk):
         Calls the driver's cuStreamBatchMemOp (ABI version 11070): CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if paramArray.__class__ is not int and paramArray is not None: _need(paramArray, count * 48, 'cuStreamBatchMemOp', 'paramArray', 'count')
         if stream.__class__ is not int: stream, _k0 = _address(stream)
         elif _chk and not 0 <= stream <= 18446744073709551615: _check('p', stream, 'stream')
         if _chk and (not 0 <= count <= 4294967295 or count.__class__ is not int and not isinstance(count, int)): _check('I', count, 'count')
@@ -11018,6 +11130,8 @@ def _mk_cuStreamBeginCaptureToGraph(_fn, _b, _chk):
         Calls the driver's cuStreamBeginCaptureToGraph (ABI version 12030): CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuStreamBeginCaptureToGraph', 'dependencies', 'numDependencies')
+        if dependencyData.__class__ is not int and dependencyData is not None: _need(dependencyData, numDependencies * 8, 'cuStreamBeginCaptureToGraph', 'dependencyData', 'numDependencies')
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if hGraph.__class__ is not int: hGraph, _k1 = _address(hGraph)
@@ -11599,6 +11713,8 @@ def _mk_cuStreamUpdateCaptureDependencies(_fn, _b, _chk):
         Calls the driver's cuStreamUpdateCaptureDependencies (ABI version 12030): CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if dependencies.__class__ is not int and dependencies is not None: _need(dependencies, numDependencies * 8, 'cuStreamUpdateCaptureDependencies', 'dependencies', 'numDependencies')
+        if dependencyData.__class__ is not int and dependencyData is not None: _need(dependencyData, numDependencies * 8, 'cuStreamUpdateCaptureDependencies', 'dependencyData', 'numDependencies')
         if hStream.__class__ is not int: hStream, _k0 = _address(hStream)
         elif _chk and not 0 <= hStream <= 18446744073709551615: _check('p', hStream, 'hStream')
         if dependencies.__class__ is not int: dependencies, _k1 = _address(dependencies)
@@ -12961,6 +13077,8 @@ def _mk_cuWaitExternalSemaphoresAsync(_fn, _b, _chk):
         Calls the driver's cuWaitExternalSemaphoresAsync (ABI version 10000): CUresult cuWaitExternalSemaphoresAsync(const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream).
         Raises cuabi.CUDAError (a subclass per CUresult) on failure.
         """
+        if extSemArray.__class__ is not int and extSemArray is not None: _need(extSemArray, numExtSems * 8, 'cuWaitExternalSemaphoresAsync', 'extSemArray', 'numExtSems')
+        if paramsArray.__class__ is not int and paramsArray is not None: _need(paramsArray, numExtSems * 144, 'cuWaitExternalSemaphoresAsync', 'paramsArray', 'numExtSems')
         if extSemArray.__class__ is not int: extSemArray, _k0 = _address(extSemArray)
         elif _chk and not 0 <= extSemArray <= 18446744073709551615: _check('p', extSemArray, 'extSemArray')
         if paramsArray.__class__ is not int: paramsArray, _k1 = _address(paramsArray)

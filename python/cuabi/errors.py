@@ -253,7 +253,7 @@ for _name, _code, _kind in OWN_CODES:
     _by_code[_code] = _own_class(_name, _code, _kind)
 
 
-def by_code(code):
+def by_code(code: int) -> "type[CUDAError]":
     """The :class:`CUDAError` subclass for a ``CUresult`` code."""
     code = int(code)
     cls = _by_code.get(code)

@@ -22,6 +22,7 @@
  * strings) returns "fakefam:<symbol>" in record mode.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,20 +132,20 @@ __attribute__((unused)) static int set_version(const uint64_t *a)
 }
 
 /* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made.
- * NVRTC's compile and nvJitLink's link write what they were given into their
- * outputs (cubin, LTO IR: options, inputs), so that the Python layer's tests
- * can check what reached the library. */
+ * NVRTC's compile and nvJitLink's link also write what they were given (options,
+ * inputs) into their outputs (NVRTC's cubin, nvJitLink's linked code, as a PTX
+ * comment), so that the Python layer's tests can check what reached the library. */
 struct program {
-    char output[256];
+    char output[2048];
     char log[128];
     int failed;
+    int lto; /* NVRTC: compiled with -dlto */
     char given[1024];       /* options and inputs, as text */
     char info[256];         /* nvJitLink's info log */
     char names[8][128];     /* NVRTC's name expressions */
     char lowered[8][160];
     int nnames;
-    char cubin[1400];
-    char ltoir[1400];
+    char cubin[1400];       /* NVRTC's cubin */
 };
 
 __attribute__((unused)) static void given_add(struct program *p, const char *what, const char *text)
@@ -163,6 +164,10 @@ __attribute__((unused)) static int copy_out(const char *text, size_t *size, char
         memcpy(out, text, strlen(text) + 1);
     return 0;
 }
+
+/* The fake's LTO IR: this line, then the PTX the program would have had, which the fake
+ * nvJitLink takes out again as its "cubin" (the fake driver runs PTX, not binaries). */
+__attribute__((unused)) static const char lto_magic[] = "fake LTO IR\n";
 
 __attribute__((unused)) static int create(void **out)
 {
@@ -193,7 +198,57 @@ __attribute__((unused)) static int output(const struct program *p, char *out)
 }
 
 #if defined(FAKEFAM_NVRTC)
-/* nvrtcCreateProgram(prog, src, name, ...): compiling "fails" when the source says #error. */
+/* The PTX type of one C parameter, by its spelling: enough for the fake driver, which
+ * checks each .entry's parameter sizes against its own kernel of that name. */
+static const char *ptx_type(const char *param, size_t len)
+{
+    char text[128];
+    snprintf(text, sizeof text, "%.*s", (int)len, param);
+    if (strchr(text, '*') != NULL || strstr(text, "size_t") != NULL || strstr(text, "long long") != NULL)
+        return ".u64";
+    if (strstr(text, "double") != NULL)
+        return ".f64";
+    if (strstr(text, "float") != NULL)
+        return ".f32";
+    if (strstr(text, "short") != NULL)
+        return ".u16";
+    if (strstr(text, "char") != NULL)
+        return ".u8";
+    return ".u32";
+}
+
+/* Appends to out one ".visible .entry" per `__global__ void NAME(PARAMS)` of src. */
+static void append_entries(char *out, size_t size, const char *src)
+{
+    static const char marker[] = "__global__ void ";
+    for (const char *at = strstr(src, marker); at != NULL; at = strstr(at, marker)) {
+        at += sizeof marker - 1;
+        size_t name_len = strcspn(at, "( \t\n");
+        const char *params = strchr(at, '(');
+        const char *end = params != NULL ? strchr(params, ')') : NULL;
+        if (end == NULL)
+            break;
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, ".visible .entry %.*s(", (int)name_len, at);
+        unsigned k = 0;
+        for (const char *param = params + 1; param < end;) {
+            size_t len = strcspn(param, ",)");
+            if (strspn(param, " \t\n") < len) {
+                used = strlen(out);
+                snprintf(out + used, size - used, "%s\n\t.param %s %.*s_param_%u", k == 0 ? "" : ",",
+                         ptx_type(param, len), (int)name_len, at, k);
+                k++;
+            }
+            param += len + (param[len] == ',');
+        }
+        used = strlen(out);
+        snprintf(out + used, size - used, "\n)\n{\n\tret;\n}\n");
+        at = end;
+    }
+}
+
+/* nvrtcCreateProgram(prog, src, name, ...): compiling "fails" when the source says #error;
+ * the PTX has an entry for every kernel of the source, with nothing in it. */
 static int nvrtc_create(const uint64_t *a)
 {
     if (create(ARG(void **, 0)) != 0)
@@ -204,26 +259,29 @@ static int nvrtc_create(const uint64_t *a)
     given_add(p, "name", a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
     for (int k = 0; k < (int)a[3] && a[5] != 0; k++)
         given_add(p, "header", ARG(const char *const *, 5)[k]);
-    snprintf(p->output, sizeof p->output,
-             ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n.entry k()\n{\n\tret;\n}\n",
+    snprintf(p->output, sizeof p->output, ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n",
              a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
+    if (src != NULL)
+        append_entries(p->output, sizeof p->output, src);
     return 0;
 }
 
+/* nvrtcCompileProgram(prog, n, options): "-dlto" makes LTO IR instead of PTX. */
 static int nvrtc_compile(const uint64_t *a)
 {
     struct program *p = ARG(struct program *, 0);
     const char *const *options = ARG(const char *const *, 2);
-    for (int k = 0; k < (int)a[1] && options != NULL; k++)
-        given_add(p, "option", options[k]);
+    for (uint32_t i = 0; i < (uint32_t)a[1]; i++) {
+        if (options[i] != NULL && strcmp(options[i], "-dlto") == 0)
+            p->lto = 1;
+        given_add(p, "option", options[i] != NULL ? options[i] : "(null)");
+    }
     snprintf(p->log, sizeof p->log, "%s", p->failed ? "fake NVRTC: error: #error in the source\n" : "");
     snprintf(p->cubin, sizeof p->cubin, "\177ELF fake cubin;%s", p->given);
-    snprintf(p->ltoir, sizeof p->ltoir, "fake LTO IR;%s", p->given);
     for (int k = 0; k < p->nnames; k++)
         snprintf(p->lowered[k], sizeof p->lowered[k], "_fake_lowered_%s", p->names[k]);
     return p->failed ? 6 /* NVRTC_ERROR_COMPILATION */ : 0;
 }
-
 static int nvrtc_add_name(const uint64_t *a)
 {
     struct program *p = ARG(struct program *, 0);
@@ -256,16 +314,6 @@ static int nvrtc_cubin(const uint64_t *a)
     return copy_out(ARG(struct program *, 0)->cubin, NULL, ARG(char *, 1));
 }
 
-static int nvrtc_ltoir_size(const uint64_t *a)
-{
-    return copy_out(ARG(struct program *, 0)->ltoir, ARG(size_t *, 1), NULL);
-}
-
-static int nvrtc_ltoir(const uint64_t *a)
-{
-    return copy_out(ARG(struct program *, 0)->ltoir, NULL, ARG(char *, 1));
-}
-
 static const int supported_archs[] = { 75, 80, 90 };
 
 static int nvrtc_num_archs(const uint64_t *a)
@@ -277,6 +325,25 @@ static int nvrtc_num_archs(const uint64_t *a)
 static int nvrtc_archs(const uint64_t *a)
 {
     memcpy(ARG(int *, 0), supported_archs, sizeof supported_archs);
+    return 0;
+}
+
+/* nvrtcGetLTOIR(Size): LTO IR only after -dlto; without it the size is 0, as NVRTC's. */
+static int nvrtc_lto_size(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    *ARG(size_t *, 1) = p->lto ? sizeof lto_magic - 1 + strlen(p->output) + 1 : 0;
+    return 0;
+}
+
+static int nvrtc_lto(const uint64_t *a)
+{
+    const struct program *p = ARG(struct program *, 0);
+    if (!p->lto)
+        return 0;
+    char *out = ARG(char *, 1);
+    memcpy(out, lto_magic, sizeof lto_magic - 1);
+    memcpy(out + sizeof lto_magic - 1, p->output, strlen(p->output) + 1);
     return 0;
 }
 
@@ -315,33 +382,48 @@ static int jit_create(const uint64_t *a)
     if (create(ARG(void **, 0)) != 0)
         return 1;
     struct program *p = *ARG(struct program **, 0);
-    snprintf(p->output, sizeof p->output, "\177ELF fake cubin of %u options", (unsigned)a[1]);
     const char *const *options = ARG(const char *const *, 2);
     for (unsigned k = 0; k < (unsigned)a[1] && options != NULL; k++)
         given_add(p, "option", options[k]);
     return 0;
 }
 
-/* An input whose bytes say "#error" fails the link (NVJITLINK_ERROR_PTX_COMPILE), with
- * an error log naming it. */
+/* nvJitLinkAddData(handle, type, data, size, name): PTX, or the fake NVRTC's LTO IR, is
+ * kept; the "cubin" is what was added, as PTX text (the fake driver runs only PTX). A
+ * cubin, fatbin, object or library is recorded only. An input whose bytes say "#error"
+ * fails the link (NVJITLINK_ERROR_PTX_COMPILE), with an error log naming it. */
 static int jit_add_data(const uint64_t *a)
 {
-    if (a[2] == 0 || a[3] == 0)
-        return 3; /* NVJITLINK_ERROR_INVALID_INPUT */
     struct program *p = ARG(struct program *, 0);
+    const char *data = ARG(const char *, 2);
+    size_t size = (size_t)a[3];
+    if (data == NULL || size == 0)
+        return 3; /* NVJITLINK_ERROR_INVALID_INPUT */
     if (p == NULL)
         return 0;
     char what[160];
     snprintf(what, sizeof what, "%u:%s:%u", (unsigned)a[1], a[4] != 0 ? ARG(const char *, 4) : "(unnamed)",
-             (unsigned)a[3]);
+             (unsigned)size);
     given_add(p, "input", what);
-    const char *data = ARG(const char *, 2);
-    for (size_t k = 0; k + 6 <= (size_t)a[3]; k++)
+    for (size_t k = 0; k + 6 <= size; k++)
         if (memcmp(data + k, "#error", 6) == 0) {
             p->failed = 1;
             snprintf(p->log, sizeof p->log, "fake nvJitLink: error: %s says #error\n",
                      a[4] != 0 ? ARG(const char *, 4) : "(unnamed)");
         }
+    if (a[1] == 1 || a[1] >= 4) /* NVJITLINK_INPUT_CUBIN, _FATBIN, _OBJECT, _LIBRARY */
+        return 0;
+    if (a[1] == 3 /* NVJITLINK_INPUT_LTOIR */) {
+        if (size < sizeof lto_magic || memcmp(data, lto_magic, sizeof lto_magic - 1) != 0)
+            return 3;
+        data += sizeof lto_magic - 1;
+        size -= sizeof lto_magic - 1;
+    } else if (a[1] != 2 /* NVJITLINK_INPUT_PTX */) {
+        return 3;
+    }
+    const char *nul = memchr(data, '\0', size);
+    size_t len = nul != NULL ? (size_t)(nul - data) : size, used = strlen(p->output);
+    snprintf(p->output + used, sizeof p->output - used, "%.*s", (int)len, data);
     return 0;
 }
 
@@ -359,7 +441,8 @@ static int jit_complete(const uint64_t *a)
     if (p == NULL)
         return 0;
     snprintf(p->info, sizeof p->info, "fake nvJitLink: info: linked\n");
-    snprintf(p->cubin, sizeof p->cubin, "\177ELF fake linked cubin;%s", p->given);
+    size_t used = strlen(p->output);
+    snprintf(p->output + used, sizeof p->output - used, "// fake nvJitLink: %s\n", p->given);
     return p->failed ? 4 /* NVJITLINK_ERROR_PTX_COMPILE */ : 0;
 }
 
@@ -383,16 +466,14 @@ static int jit_info_log(const uint64_t *a)
     return copy_out(ARG(struct program *, 0)->info, NULL, ARG(char *, 1));
 }
 
-static int jit_linked_size(const uint64_t *a)
+static int jit_size(const uint64_t *a)
 {
-    const struct program *p = ARG(struct program *, 0);
-    return copy_out(p->cubin[0] ? p->cubin : p->output, ARG(size_t *, 1), NULL);
+    return output_size(ARG(struct program *, 0), ARG(size_t *, 1));
 }
 
-static int jit_linked(const uint64_t *a)
+static int jit_cubin(const uint64_t *a)
 {
-    const struct program *p = ARG(struct program *, 0);
-    return copy_out(p->cubin[0] ? p->cubin : p->output, NULL, ARG(char *, 1));
+    return output(ARG(struct program *, 0), ARG(char *, 1));
 }
 
 static int jit_destroy(const uint64_t *a)
@@ -440,7 +521,7 @@ static int nvvm_destroy(const uint64_t *a)
 #endif
 
 #if defined(FAKEFAM_NVML)
-static int nvml_initialised;
+static atomic_int nvml_initialised; /* also the one device's handle: its address */
 
 static int nvml_init(const uint64_t *a)
 {
@@ -655,13 +736,13 @@ static const struct implemented {
     { "nvrtcGetProgramLog", nvrtc_log },
     { "nvrtcGetPTXSize", nvrtc_ptx_size },
     { "nvrtcGetPTX", nvrtc_ptx },
+    { "nvrtcGetLTOIRSize", nvrtc_lto_size },
+    { "nvrtcGetLTOIR", nvrtc_lto },
     { "nvrtcDestroyProgram", nvrtc_destroy },
     { "nvrtcAddNameExpression", nvrtc_add_name },
     { "nvrtcGetLoweredName", nvrtc_lowered },
     { "nvrtcGetCUBINSize", nvrtc_cubin_size },
     { "nvrtcGetCUBIN", nvrtc_cubin },
-    { "nvrtcGetLTOIRSize", nvrtc_ltoir_size },
-    { "nvrtcGetLTOIR", nvrtc_ltoir },
     { "nvrtcGetNumSupportedArchs", nvrtc_num_archs },
     { "nvrtcGetSupportedArchs", nvrtc_archs },
 #elif defined(FAKEFAM_NVJITLINK)
@@ -674,8 +755,8 @@ static const struct implemented {
     { "__nvJitLinkGetErrorLog_13_0", jit_error_log },
     { "__nvJitLinkGetInfoLogSize_13_0", jit_info_log_size },
     { "__nvJitLinkGetInfoLog_13_0", jit_info_log },
-    { "__nvJitLinkGetLinkedCubinSize_13_0", jit_linked_size },
-    { "__nvJitLinkGetLinkedCubin_13_0", jit_linked },
+    { "__nvJitLinkGetLinkedCubinSize_13_0", jit_size },
+    { "__nvJitLinkGetLinkedCubin_13_0", jit_cubin },
     { "__nvJitLinkDestroy_13_0", jit_destroy },
 #elif defined(FAKEFAM_NVVM)
     { "nvvmVersion", set_version },
@@ -691,15 +772,15 @@ static const struct implemented {
     { "nvmlDeviceGetCount_v2", nvml_count },
     { "nvmlDeviceGetHandleByIndex_v2", nvml_handle },
     { "nvmlDeviceGetName", nvml_name },
+    { "nvmlDeviceGetMemoryInfo", nvml_memory },
+    { "nvmlDeviceGetTemperature", nvml_temperature },
     { "nvmlSystemGetDriverVersion", nvml_driver_version },
     { "nvmlSystemGetCudaDriverVersion", nvml_cuda_version },
     { "nvmlSystemGetProcessName", nvml_process_name },
     { "nvmlDeviceGetUUID", nvml_uuid },
     { "nvmlDeviceGetIndex", nvml_index },
-    { "nvmlDeviceGetMemoryInfo", nvml_memory },
     { "nvmlDeviceGetMemoryInfo_v2", nvml_memory_v2 },
     { "nvmlDeviceGetUtilizationRates", nvml_utilization },
-    { "nvmlDeviceGetTemperature", nvml_temperature },
     { "nvmlDeviceGetPowerUsage", nvml_power },
     { "nvmlDeviceGetEnforcedPowerLimit", nvml_power_limit },
     { "nvmlDeviceGetComputeRunningProcesses_v3", nvml_compute_processes },

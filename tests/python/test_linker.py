@@ -39,20 +39,41 @@ def test_inputs_options_and_arch_reach_nvjitlink(tmp_path):
     res = run_json("""
         import json
         import cuabi
-        lto = cuabi.ObjectCode(b"LTO IR bytes", "ltoir", "", {}, "sm_90")
+        lto = cuabi.ObjectCode(b"fake LTO IR\\n.version 8.0\\n", "ltoir", "", {}, "sm_90")
         ln = cuabi.Linker(lto, options=["-O3"])
-        ln.add(b"PTX text", "ptx", name="k.ptx").add(bytearray(b"CUBIN"), "cubin").add(b"FAT", kind="fatbin")
+        ln.add(b"// PTX\\n", "ptx", name="k.ptx").add(bytearray(b"CUBIN"), "cubin").add(b"FAT", kind="fatbin")
         ln.add_file(%r)
         out = ln.link()
         print(json.dumps([out.code.decode("latin-1"), out.kind, out.log, out.arch, ln.link_options(),
                           cuabi.nvjitlink_version()]))
     """ % str(ptx_file), env={"CUABI_LIBNVJITLINK": _fake()})
     code, kind, log, arch, options, version = res
-    assert code.startswith("\x7fELF fake linked cubin;option=-arch=sm_90;option=-lto;option=-O3;")
-    assert ";input=3:input0.ltoir:12;input=2:k.ptx:8;input=1:input2.cubin:5;input=4:input3.fatbin:3;" in code
-    assert code.rstrip("\x00").endswith(";file=2:%s" % ptx_file)
+    # the fake's "cubin": the PTX of the LTO IR and PTX inputs, then what it was given
+    assert code.startswith(".version 8.0\n// PTX\n// fake nvJitLink: option=-arch=sm_90;option=-lto;option=-O3;")
+    assert (";input=3:input0.ltoir:25;input=2:k.ptx:7;input=1:input2.cubin:5;input=4:input3.fatbin:3;file=2:%s\n"
+            % ptx_file) in code
     assert (kind, arch, log) == ("cubin", "sm_90", "fake nvJitLink: info: linked")
     assert options == ["-arch=sm_90", "-lto", "-O3"] and version == [13, 5]
+
+
+@pytest.mark.fake
+def test_ltoir_links_loads_and_launches_on_the_fakes():
+    """On the fake NVRTC, nvJitLink and driver, LTO IR from Program links, loads and runs SAXPY."""
+    nvrtc = _fake_family("nvrtc")
+    res = run_json("""
+        import json, struct
+        import cuabi
+        lto = cuabi.Program(%r, name="saxpy.cu").compile(target="ltoir", arch="sm_80")
+        k = cuabi.Linker(lto).link().load().get_kernel("saxpy", "fppi")
+        n = 300
+        x, y = cuabi.DeviceBuffer(4 * n), cuabi.DeviceBuffer(4 * n)
+        x.copy_from(struct.pack("%%df" %% n, *range(n)))
+        y.fill(0x3F800000, width=4)
+        cuabi.launch(None, cuabi.LaunchConfig((n + 127) // 128, 128), k, 2.0, x, y, n)
+        cuabi.Stream.legacy().sync()
+        print(json.dumps(struct.unpack("%%df" %% n, y.to_bytes())))
+    """ % SAXPY, env={"CUABI_LIBNVJITLINK": _fake(), "CUABI_LIBNVRTC": nvrtc})
+    assert res == [2.0 * i + 1.0 for i in range(300)]
 
 
 def test_failed_link_carries_the_logs():

@@ -158,23 +158,28 @@ def test_program_goes_through_cuabis_nvrtc_family():
         import json
         import cuabi
         from cuabi import _program, nvrtc
-        p = cuabi.Program("k", name="k.cu", headers={"a.h": "1", "b.h": "2"})
-        lto = p.compile(["-lineinfo"], target="ltoir", arch="sm_90", name_expressions=["k<int>"])
+        p = cuabi.Program('extern "C" __global__ void k(int *p) {}', name="k.cu", headers={"a.h": "1", "b.h": "2"})
+        given = p.compile(["-lineinfo"], target="cubin", arch="sm_90")
+        lto = p.compile(target="ltoir", arch="sm_80", name_expressions=["k<int>"])
         cubin = p.compile(target="cubin")
         ptx = p.compile(["--gpu-architecture=compute_80"])
-        print(json.dumps([lto.code.decode("latin-1"), lto.kind, lto.arch, lto.name_map,
-                          cubin.code.decode("latin-1"), cubin.arch, ptx.code.decode("latin-1"), ptx.arch,
-                          _program.supported_archs(), cuabi.nvrtc_version(), cuabi.nvrtc_path(),
-                          nvrtc.library_path()]))
+        print(json.dumps([given.code.decode("latin-1"), given.arch, lto.code.decode("latin-1"), lto.kind,
+                          lto.arch, lto.name_map, cubin.code.decode("latin-1"), cubin.arch,
+                          ptx.code.decode("latin-1"), ptx.arch, _program.supported_archs(),
+                          cuabi.nvrtc_version(), cuabi.nvrtc_path(), nvrtc.library_path()]))
     """, env={"CUABI_LIBNVRTC": fake})
-    lto, kind, arch, names, cubin, cubin_arch, ptx, ptx_arch, archs, version, path, lib = res
-    assert lto.startswith("fake LTO IR;name=k.cu;header=a.h;header=b.h;option=-lineinfo;option=-arch=sm_90;"
-                          "option=-dlto")
-    assert (kind, arch, names) == ("ltoir", "sm_90", {"k<int>": "_fake_lowered_k<int>"})
+    (given, given_arch, lto, kind, arch, names, cubin, cubin_arch, ptx, ptx_arch, archs, version, path,
+     lib) = res
+    assert given.startswith("\x7fELF fake cubin;name=k.cu;header=a.h;header=b.h;option=-lineinfo;"
+                            "option=-arch=sm_90\x00")
+    assert given_arch == "sm_90"
+    # the fake makes LTO IR only when -dlto reached it
+    assert lto.startswith("fake LTO IR\n.version") and ".entry k(" in lto
+    assert (kind, arch, names) == ("ltoir", "sm_80", {"k<int>": "_fake_lowered_k<int>"})
     # no context: the oldest architecture the library supports
     assert cubin.startswith("\x7fELF fake cubin;") and "option=-arch=sm_75" in cubin
     assert cubin_arch == "sm_75"
-    assert ".entry k" in ptx and ptx_arch is None
+    assert ".entry k(" in ptx and ptx_arch is None
     assert archs == [75, 80, 90] and version == [13, 5] and path == lib == fake
 
 
