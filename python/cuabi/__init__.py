@@ -100,6 +100,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
         from_dlpack as from_dlpack)
     from ._kernel import Kernel as Kernel
+    from ._linker import Linker as Linker, nvjitlink_version as nvjitlink_version
     from ._launch import LaunchConfig as LaunchConfig, launch as launch
     from ._memory import (
         DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
@@ -117,10 +118,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._stream import Stream as Stream
     from . import driver as driver
     from . import errors as errors
+    from . import nvjitlink as nvjitlink, nvml as nvml, nvrtc as nvrtc, nvvm as nvvm, system as system
     from .errors import (
         CUDAError as CUDAError, ClosedError as ClosedError, ConfigurationError as ConfigurationError,
-        DriverLoadError as DriverLoadError, LibraryNotFoundError as LibraryNotFoundError,
-        NVRTCError as NVRTCError)
+        DriverLoadError as DriverLoadError, FamilyError as FamilyError, LibraryNotFoundError as LibraryNotFoundError,
+        NVJitLinkError as NVJitLinkError, NVMLError as NVMLError, NVRTCError as NVRTCError,
+        NVVMError as NVVMError)
 
 
 def __getattr__(name):
