@@ -19,6 +19,13 @@ and writes, deterministically:
 * ``python/cdef/own.h``       - the own functions' declarations for cffi;
 * ``python/cdef/driver.h``    - the C declarations the cffi backend is built
   from (pointer inputs as ``uintptr_t``, outputs as ``void *``);
+* ``python/cuabi/nvrtc.py``, ``nvjitlink.py``, ``nvvm.py``, ``nvml.py`` - one
+  wrapper factory per function of each library family (``families`` in the
+  table), called as :mod:`cuabi.driver`'s are;
+* ``python/cuabi/_family_tables.py`` - each family's loading facts, result
+  codes, enums and constants, and the struct formats of the NVML records
+  :mod:`cuabi.system` reads (``FAMILY_RECORDS``);
+* ``python/cdef/families.h`` - the families' declarations for cffi;
 * ``python/cdef/fast_getters.txt`` - the entry points with one output, which
   the compiled speedups module (``python/build_modules.py --compiled``) turns into
   C functions that return it directly.
@@ -47,6 +54,10 @@ OUT_OWN_TABLE = os.path.join(HERE, "cuabi", "_own_table.py")
 OUT_OWN_CDEF = os.path.join(HERE, "cdef", "own.h")
 OUT_CDEF = os.path.join(HERE, "cdef", "driver.h")
 OUT_FAST = os.path.join(HERE, "cdef", "fast_getters.txt")
+OUT_FAMILY_CDEF = os.path.join(HERE, "cdef", "families.h")
+OUT_FAMILY_TABLES = os.path.join(HERE, "cuabi", "_family_tables.py")
+# the module of each library family (driver_api.json's "families"), in cuabi/
+FAMILY_MODULES = {"nvrtc": "nvrtc", "nvjitlink": "nvjitlink", "nvvm": "nvvm", "nvml": "nvml"}
 
 SCALAR = "iIqQzpfdBH"
 C_TYPES = {
@@ -98,7 +109,7 @@ def classify(ep):
         elif d in ("in", "buffer"):
             if tok == "p":
                 t = p["type"].replace(" ", "")
-                kind = "cstr" if t in ("constchar*", "char*") and d == "in" else "ptr"
+                kind = "cstr" if t in ("constchar*", "char*", "constchar*const") and d == "in" else "ptr"
                 out.append((kind, "p", p))
             elif tok == "Q" and p["type"].replace("const ", "").strip() == "CUdeviceptr" and d == "in":
                 out.append(("devptr", "Q", p))
@@ -353,7 +364,7 @@ def _size_lines(ep, checks):
     return lines
 
 
-def _wrapper_def(ep, params, args, outs, inputs, call, checks=None):
+def _wrapper_def(ep, params, args, outs, inputs, call, checks=None, doc=None):
     """The wrapper's def.  Its output cells live in _tls, the holder the
     backend gives (per thread, or shared where the call keeps the GIL)."""
     name = ep["name"]
@@ -363,7 +374,7 @@ def _wrapper_def(ep, params, args, outs, inputs, call, checks=None):
         L.append("    " + line if line else line)
 
     w("def %s(%s):" % (name, ", ".join(args)))
-    L.extend(_doc(ep, args, outs))
+    L.extend((doc or _doc)(ep, args, outs))
     L.extend(_size_lines(ep, checks))
     L.extend(inputs)
     if outs:
@@ -803,6 +814,198 @@ def gen_fast(table):
     return "\n".join(lines) + "\n"
 
 
+# ---- the library families (NVRTC, nvJitLink, NVVM, NVML) ---------------------------
+
+def _family_doc(fam):
+    def doc(ep, args, outs):
+        cparams = ", ".join("%s %s" % (p["type"], p["name"]) if not p["type"].endswith("*")
+                            else "%s%s" % (p["type"], p["name"]) for p in ep["params"])
+        ret = ["%s (%s)" % (pyname(p["name"]), p.get("pointee") or p["type"].rstrip(" *"))
+               for _i, _kind, _letter, p in outs]
+        if ep["returns"]["code"] == "p":
+            ret = ["str"]
+        lines = ["%s(%s) -> %s" % (ep["name"], ", ".join(args), ", ".join(ret) if ret else "None"),
+                 "",
+                 "Calls %s's %s through libcuabi: %s %s(%s)." % (
+                     fam["title"], ep["library_symbol"], ep["returns"]["type"], ep["name"], cparams)]
+        if any(k == "inout" for _i, k, _l, _p in outs):
+            lines.append("In-out parameters are passed in and their new value is returned.")
+        if len(outs) > 1:
+            lines.append("Returns a tuple of the output parameters, in declaration order.")
+        if ep["returns"]["code"] != "p":
+            lines.append("Raises %s on failure." % FAMILY_ERRORS[fam["key"]])
+        out = ['        """' + lines[0]]
+        out += [("        " + line) if line else "" for line in lines[1:]]
+        out.append('        """')
+        return out
+    return doc
+
+
+# the exception class (cuabi.errors) a family's failing calls raise
+FAMILY_ERRORS = {"nvrtc": "cuabi.NVRTCError", "nvjitlink": "cuabi.NVJitLinkError",
+                 "nvvm": "cuabi.NVVMError", "nvml": "cuabi.NVMLError"}
+
+
+def gen_family_function(ep, fam):
+    """The factory of one family function's wrapper (as gen_function's, without
+    the compiled getters; a function returning a string returns it decoded)."""
+    name = ep["name"]
+    params = classify(ep)
+    args = [pyname(p["name"]) for kind, _l, p in params if kind != "out"]
+    outs = [(i, kind, letter, p) for i, (kind, letter, p) in enumerate(params) if kind in ("out", "inout")]
+    inputs, call = _input_lines(params)
+    for idx in range(len(call)):
+        if call[idx] is None:
+            call[idx] = "_o%d" % [o[0] for o in outs].index(idx)
+    L = ["def _mk_%s(_fn, _b, _chk):" % name, "    _AE = _b.ArgumentError"]
+    if ep["returns"]["code"] == "p":
+        if outs:
+            raise SystemExit("gen_python: %s returns a string and has outputs" % name)
+        L.append("")
+        L.append("    def %s(%s):" % (name, ", ".join(args)))
+        L.extend(_family_doc(fam)(ep, args, outs))
+        L.extend(inputs)
+        L += ["        try:",
+              "            _r = _fn(%s)" % ", ".join(call),
+              "        except _AE as _e:",
+              "            raise TypeError('%s: ' + str(_e)) from None" % name,
+              "        return _cstr_at(_r)",
+              "", "    return %s" % name]
+        return "\n".join(L)
+    for n, (_i, _kind, letter, _p) in enumerate(outs):
+        L.append("    _n%d = _b.out_types[%r]" % (n, letter))
+    if outs:
+        L.append("    _tls = _b.cells(%r)" % name)
+    L.append("")
+    L.extend(_wrapper_def(ep, params, args, outs, inputs, call, doc=_family_doc(fam)))
+    L += ["", "    return %s" % name]
+    return "\n".join(L)
+
+
+def _families(table):
+    fams = table.get("families", {})
+    unknown = set(fams) - set(FAMILY_MODULES)
+    if unknown:
+        raise SystemExit("gen_python: families %s have no module in FAMILY_MODULES" % sorted(unknown))
+    out = []
+    for key in sorted(fams):
+        fam = dict(fams[key], key=key)
+        out.append(fam)
+    return out
+
+
+def gen_family(fam):
+    fns = sorted(fam["functions"], key=lambda e: e["name"])
+    key, title = fam["key"], fam["title"]
+    parts = ["# " + HEADER,
+             '"""Every function of %s (%s of CUDA %d.%d), called through libcuabi.' % (
+                 title, fam["header"], fam["cuda_version"] // 1000, fam["cuda_version"] % 1000 // 10),
+             "",
+             "Functions are named as in %s and called as :mod:`cuabi.driver`'s are:" % fam["header"],
+             "inputs in the header's order, output parameters returned (a tuple when there",
+             "are several), pointer inputs as an ``int`` address, ``None`` for NULL, or a",
+             "buffer-protocol object.  A failing call raises :class:`%s`." % FAMILY_ERRORS[key],
+             "",
+             "libcuabi opens %s (%s) on the first call, not at import;" % (
+                 title, " or ".join(fam["sonames"])),
+             ":func:`load_library` chooses the file first.  Enum types (``%s`` ...) are" % fam["result_type"],
+             "``IntEnum`` classes, built on first access; their members and the header's",
+             "constants are module attributes too.",
+             '"""',
+             "",
+             "from ._driver_support import address as _address, check as _check",
+             "from ._driver_support import cstring as _cstring, cstr_at as _cstr_at",
+             "from ._family_support import FamilyModule as _FamilyModule",
+             "",
+             "FAMILY = %r" % key,
+             "CUDA_HEADERS_VERSION = %d" % fam["cuda_version"],
+             "",
+             "",
+             "def _raise(code, function):",
+             "    _family.raise_for(code, function)",
+             "",
+             ""]
+    for ep in fns:
+        parts.append(gen_family_function(ep, fam))
+        parts.append("")
+        parts.append("")
+    parts.append("_ENTRY_POINTS = {")
+    for ep in fns:
+        parts.append("    %r: (_mk_%s, %r, %r, %r)," % (ep["name"], ep["name"], ep["signature"], out_mask(ep),
+                                                     ep["returns"]["code"]))
+    parts.append("}")
+    parts.append("")
+    parts.append("_family = _FamilyModule(FAMILY, _ENTRY_POINTS, globals())")
+    parts.append("load_library = _family.load_library")
+    parts.append("library_status = _family.library_status")
+    parts.append("library_report = _family.library_report")
+    parts.append("library_path = _family.library_path")
+    parts.append("__getattr__ = _family.getattr")
+    parts.append("__dir__ = _family.dir")
+    parts.append("")
+    parts.append("")
+    parts.append("def entry_points():")
+    parts.append('    """Names of every function this module wraps, sorted."""')
+    parts.append("    return sorted(_ENTRY_POINTS)")
+    parts.append("")
+    return "\n".join(parts)
+
+
+# The NVML records cuabi.system reads; generation fails if the table lacks one.
+FAMILY_RECORDS = {"nvml": ("nvmlMemory_t", "nvmlMemory_v2_t", "nvmlProcessInfo_t", "nvmlUtilization_t")}
+
+
+def gen_family_tables(table):
+    pp = pprint.PrettyPrinter(width=100, sort_dicts=False)
+    fams = {}
+    records = {}
+    for fam in _families(table):
+        key = fam["key"]
+        constants = {n: c["value"] for n, c in sorted(fam["constants"].items())
+                     if isinstance(c.get("value"), int)}
+        fams[key] = {
+            "title": fam["title"], "library_id": fam["library_id"], "module": "cuabi." + FAMILY_MODULES[key],
+            "header": fam["header"], "cuda_version": fam["cuda_version"], "result_type": fam["result_type"], "environment": fam["environment"],
+            "sonames": tuple(fam["sonames"]), "error_string": fam["error_string"],
+            "answers": {k: (v["name"], v["value"]) for k, v in sorted(fam["answers"].items())},
+            "enums": {k: dict(v) for k, v in sorted(fam["enums"].items())},
+            "constants": constants,
+        }
+        for name in FAMILY_RECORDS.get(key, ()):
+            fmt, names = record_format(fam["records"], name)
+            records[name] = (fmt, tuple(names), fam["records"][name]["size"])
+    return "\n".join([
+        "# " + HEADER,
+        '"""The library families\' facts (data only): per family, its loading facts, the',
+        "answers its functions give when cuabi cannot call the library, its enums and",
+        "integer constants; RECORDS: ``name -> (struct format, field names, size)`` of the",
+        'records cuabi\'s Pythonic layer reads (nested structs flattened)."""',
+        "",
+        "FAMILIES = " + pp.pformat(fams),
+        "",
+        "RECORDS = " + pp.pformat(records),
+        "",
+    ])
+
+
+def gen_family_cdef(table):
+    """cffi declarations of every family function: results as int (the result
+    enums), a returned string as uintptr_t, parameters as in gen_cdef."""
+    lines = ["/* " + HEADER + " */",
+             "/* The library families' functions for cffi: result enums as int, a returned",
+             "   string as uintptr_t, pointer inputs uintptr_t, outputs void *. */"]
+    for fam in _families(table):
+        for ep in sorted(fam["functions"], key=lambda e: e["name"]):
+            ps = []
+            for kind, letter, p in classify(ep):
+                if kind == "struct":
+                    raise SystemExit("gen_python: %s passes a struct by value" % ep["name"])
+                ps.append("void *" if kind in ("out", "inout") else C_TYPES[letter])
+            ret = "uintptr_t" if ep["returns"]["code"] == "p" else "int"
+            lines.append("%s cuabi_%s(%s);" % (ret, ep["name"], ", ".join(ps) or "void"))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--table", default=TABLE)
@@ -815,7 +1018,10 @@ def main(argv=None):
                OUT_TABLES: gen_tables(table),
                OUT_CONSTANTS: gen_constants(table), OUT_STRUCTS: gen_structs(table),
                OUT_OWN_TABLE: gen_own_table(table), OUT_OWN_CDEF: gen_own_cdef(table),
-               OUT_CDEF: gen_cdef(table), OUT_FAST: gen_fast(table)}
+               OUT_CDEF: gen_cdef(table), OUT_FAST: gen_fast(table),
+               OUT_FAMILY_CDEF: gen_family_cdef(table), OUT_FAMILY_TABLES: gen_family_tables(table)}
+    for fam in _families(table):
+        outputs[os.path.join(HERE, "cuabi", FAMILY_MODULES[fam["key"]] + ".py")] = gen_family(fam)
     stale = []
     for path, text in outputs.items():
         old = None

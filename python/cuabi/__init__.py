@@ -6,10 +6,15 @@ Two layers:
   its outputs and raising :class:`CUDAError` subclasses on failure;
 * the Pythonic layer - :class:`Device`, :class:`Stream`, :class:`Event`,
   buffers, pools, :class:`Module`/:class:`Kernel` with :func:`launch`,
-  graphs, :class:`Program` (NVRTC), DLPack and ``__cuda_array_interface__``.
+  graphs, :class:`Program` (NVRTC), :class:`Linker` (nvJitLink),
+  :mod:`cuabi.system` (NVML), DLPack and ``__cuda_array_interface__``.
+
+The toolkit's libraries that libcuabi forwards have low-level modules like
+:mod:`cuabi.driver`: :mod:`cuabi.nvrtc`, :mod:`cuabi.nvjitlink`,
+:mod:`cuabi.nvvm` and :mod:`cuabi.nvml`.
 
 Importing cuabi loads nothing: libcuabi is opened on first use, the CUDA
-driver on the first driver call, NVRTC on the first compilation.
+driver on the first driver call, NVRTC on the first compilation, and so on.
 ``python -m cuabi`` prints a diagnostic report.
 """
 
@@ -22,10 +27,19 @@ __version__ = "1.1.0"
 # public name -> (submodule, attribute); resolved on first access (PEP 562)
 _LAZY = {
     "driver": ("driver", None),
+    "nvrtc": ("nvrtc", None),
+    "nvjitlink": ("nvjitlink", None),
+    "nvvm": ("nvvm", None),
+    "nvml": ("nvml", None),
+    "system": ("system", None),
     "errors": ("errors", None),
     "CUDAError": ("errors", "CUDAError"),
     "ClosedError": ("errors", "ClosedError"),
     "NVRTCError": ("errors", "NVRTCError"),
+    "NVJitLinkError": ("errors", "NVJitLinkError"),
+    "NVVMError": ("errors", "NVVMError"),
+    "NVMLError": ("errors", "NVMLError"),
+    "FamilyError": ("errors", "FamilyError"),
     "DriverLoadError": ("errors", "DriverLoadError"),
     "LibraryNotFoundError": ("errors", "LibraryNotFoundError"),
     "ConfigurationError": ("errors", "ConfigurationError"),
@@ -70,6 +84,8 @@ _LAZY = {
     "Program": ("_program", "Program"),
     "ObjectCode": ("_program", "ObjectCode"),
     "ProgramOptions": ("_program_options", "ProgramOptions"),
+    "Linker": ("_linker", "Linker"),
+    "nvjitlink_version": ("_linker", "nvjitlink_version"),
     "nvrtc_version": ("_program", "nvrtc_version"),
     "nvrtc_path": ("_program", "nvrtc_path"),
     "DeviceArray": ("_memory", "DeviceArray"),
@@ -93,6 +109,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._kernel import Kernel as Kernel
     from ._launch import launch as launch
     from ._launch_config import LaunchConfig as LaunchConfig
+    from ._linker import Linker as Linker, nvjitlink_version as nvjitlink_version
     from ._memory import (
         DeviceArray as DeviceArray, DeviceBuffer as DeviceBuffer, ManagedBuffer as ManagedBuffer,
         MemoryPool as MemoryPool, PinnedBuffer as PinnedBuffer, copy as copy, discard_batch as discard_batch,
@@ -115,10 +132,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._stream import Stream as Stream
     from . import driver as driver
     from . import errors as errors
+    from . import nvjitlink as nvjitlink, nvml as nvml, nvrtc as nvrtc, nvvm as nvvm, system as system
     from .errors import (
         CUDAError as CUDAError, ClosedError as ClosedError, ConfigurationError as ConfigurationError,
-        DriverLoadError as DriverLoadError, LibraryNotFoundError as LibraryNotFoundError,
-        NVRTCError as NVRTCError)
+        DriverLoadError as DriverLoadError, FamilyError as FamilyError, LibraryNotFoundError as LibraryNotFoundError,
+        NVJitLinkError as NVJitLinkError, NVMLError as NVMLError, NVRTCError as NVRTCError,
+        NVVMError as NVVMError)
 
 
 def __getattr__(name):

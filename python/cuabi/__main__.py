@@ -41,7 +41,7 @@ def report(out):
                                         sys.executable))
     _line(out, "platform", platform.platform())
     for var in ("CUABI_PY_BACKEND", "CUABI_LIBRARY", "CUABI_LIBCUDA", "CUABI_PER_THREAD_DEFAULT_STREAM",
-                "CUABI_LIBNVRTC"):
+                "CUABI_LIBNVRTC", "CUABI_LIBNVJITLINK", "CUABI_LIBNVML"):
         if var in os.environ:
             _line(out, var, os.environ[var])
     from cuabi._backend import backend
@@ -124,18 +124,29 @@ def report(out):
 
 
 def _nvrtc(out):
-    from cuabi import _program
-    from cuabi.errors import NVRTCError
+    """The toolkit's libraries the Python layer uses: NVRTC, nvJitLink, NVML."""
+    from cuabi import _linker, _program, nvjitlink, system
+    from cuabi.errors import FamilyError
 
+    def version_of(label, query, path):
+        try:
+            major, minor = query()
+            _line(out, label, "%d.%d (%s)" % (major, minor, path()))
+        except FamilyError as exc:
+            _line(out, label, "not found")
+            for ln in str(exc).splitlines()[1:]:
+                out.append("  " + ln.strip())
+        except Exception as exc:  # a broken library must not spoil the report
+            _line(out, label, "unusable: %s" % exc)
+
+    version_of("nvrtc", _program.nvrtc_version, _program.nvrtc_path)
+    version_of("nvjitlink", _linker.nvjitlink_version, nvjitlink.library_path)
     try:
-        major, minor = _program.nvrtc_version()
-        _line(out, "nvrtc", "%d.%d (%s)" % (major, minor, _program.nvrtc_path()))
-    except NVRTCError as exc:
-        _line(out, "nvrtc", "not found")
-        for ln in str(exc).splitlines()[1:]:
-            out.append("  " + ln.strip())
-    except Exception as exc:  # a broken NVRTC must not spoil the report
-        _line(out, "nvrtc", "unusable: %s" % exc)
+        _line(out, "nvml", "driver %s, %d GPU(s)" % (system.driver_version(), system.device_count()))
+    except FamilyError as exc:
+        _line(out, "nvml", "not found (%s)" % exc.name)
+    except Exception as exc:
+        _line(out, "nvml", "unusable: %s" % exc)
 
 
 def main(argv=None):

@@ -113,14 +113,30 @@ class Backend:
         """Holder of a wrapper's output cells: per thread (cffi releases the GIL)."""
         return threading.local()
 
-    def fn(self, name, sig, outs=None):
+    def fn(self, name, sig, outs=None, ret="i"):
         try:
             return getattr(self._lib, "cuabi_" + name)
         except AttributeError:
-            raise AttributeError(
-                "%s does not export cuabi_%s (library older than this package?)"
-                % (self.library_path, name)
-            ) from None
+            pass
+        if _api_lib is not None:
+            # the compiled module leaves the library families out
+            # (build_modules.cdef_text): the ABI-mode module declares them
+            try:
+                return getattr(self._abi_lib(), "cuabi_" + name)
+            except AttributeError:
+                pass
+        raise AttributeError("%s does not export cuabi_%s (library older than this package?)"
+                             % (self.library_path, name))
+
+    def _abi_lib(self):
+        """libcuabi opened through the ABI-mode module (once), for the
+        functions the compiled module does not declare."""
+        lib = self.__dict__.get("_abi")
+        if lib is None:
+            from ._cuabi_cffi import ffi as abi_ffi  # type: ignore
+
+            lib = self.__dict__.setdefault("_abi", abi_ffi.dlopen(self.library_path))
+        return lib
 
     def struct_type(self, layout):
         return self.ffi.typeof(struct_ctype_name(layout))
@@ -168,6 +184,18 @@ class Backend:
 
     def driver_path(self):
         return self._str(self._lib.cuabi_driver_path())
+
+    def family_load(self, library, path):
+        return self._lib.cuabi_load_library(library, self.ffi.NULL if path is None else path.encode())
+
+    def family_status(self, library):
+        return self._lib.cuabi_library_status(library)
+
+    def family_report(self, library):
+        return self._str(self._lib.cuabi_library_report(library)) or ""
+
+    def family_path(self, library):
+        return self._str(self._lib.cuabi_library_path(library))
 
     def driver_version(self):
         v = self._new("int *")

@@ -90,7 +90,7 @@ class Backend:
         between the call and the read of its result), else one per thread."""
         return _SharedCells() if name in self._quick else threading.local()
 
-    def fn(self, name, sig, outs=None):
+    def fn(self, name, sig, outs=None, ret="i"):
         """The native ``cuabi_<name>`` with argument types from ``sig``.
 
         Output parameters are declared as their cell's own array type, which
@@ -106,7 +106,8 @@ class Backend:
                 "%s does not export cuabi_%s (library older than this package?)"
                 % (self.library_path, name)
             ) from None
-        f.restype = _C.c_int
+        # a returned string as its address (c_void_p would give None for NULL)
+        f.restype = _C.c_size_t if ret == "p" else _C.c_int
         toks = split_signature(sig)
         if outs is None:
             outs = "." * len(toks)
@@ -174,6 +175,18 @@ class Backend:
 
     def driver_path(self):
         return _cstr(self._own["cuabi_driver_path"]())
+
+    def family_load(self, library, path):
+        return self._own["cuabi_load_library"](library, None if path is None else path.encode())
+
+    def family_status(self, library):
+        return self._own["cuabi_library_status"](library)
+
+    def family_report(self, library):
+        return _cstr(self._own["cuabi_library_report"](library)) or ""
+
+    def family_path(self, library):
+        return _cstr(self._own["cuabi_library_path"](library))
 
     def driver_version(self):
         v = _C.c_int(0)

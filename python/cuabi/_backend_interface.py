@@ -44,9 +44,11 @@ class Backend(Protocol):
     cuabi._compiled binds it."""
 
     # -- driver entry points
-    def fn(self, name: str, sig: str, outs: Optional[str] = None) -> Callable[..., int]:
+    def fn(self, name: str, sig: str, outs: Optional[str] = None, ret: str = "i") -> Callable[..., int]:
         """The native ``cuabi_<name>``, declared from its signature letters
-        (``outs``: an output cell letter per output parameter, '.' per input)."""
+        (``outs``: an output cell letter per output parameter, '.' per input;
+        ``ret``: ``"i"`` a status, ``"p"`` a ``const char *`` returned as an
+        int address, 0 for NULL)."""
     def cells(self, name: str) -> Any:
         """The holder of a wrapper's output cells: per thread, or shared where
         the call keeps the GIL."""
@@ -66,6 +68,14 @@ class Backend(Protocol):
         """``cuabi_driver_report()`` ("" for none)."""
     def driver_path(self) -> Optional[str]:
         """``cuabi_driver_path()``."""
+    def family_load(self, library: int, path: Optional[str]) -> int:
+        """``cuabi_load_library(library, path)`` -> status (a library family)."""
+    def family_status(self, library: int) -> int:
+        """``cuabi_library_status(library)``."""
+    def family_report(self, library: int) -> str:
+        """``cuabi_library_report(library)`` ("" for none)."""
+    def family_path(self, library: int) -> Optional[str]:
+        """``cuabi_library_path(library)``."""
     def driver_version(self) -> Tuple[int, int]:
         """``cuabi_driver_version()`` -> (status, version)."""
     def set_default_stream_mode(self, per_thread: int) -> int:

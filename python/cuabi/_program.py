@@ -1,154 +1,45 @@
-"""Compiling CUDA C++ at run time with NVRTC, loaded lazily.
+"""Compiling CUDA C++ at run time with NVRTC, through libcuabi's NVRTC family.
 
-NVRTC is looked for, in order: ``CUABI_LIBNVRTC`` (absolute path), NVIDIA's
-pip wheels through ``cuda.pathfinder`` when that package is installed, the
-system loader (``libnvrtc.so.13``, ``.so.12``), then the toolkit folders named
-by ``CUDA_HOME``/``CUDA_PATH`` and ``/usr/local/cuda``.  NVRTC is only used
-when you compile, so its absence costs nothing until then, and the error
-then lists every place tried.
+:class:`Program` calls :mod:`cuabi.nvrtc`, so NVRTC is found as that module
+finds it: ``CUABI_LIBNVRTC`` (absolute path), else NVIDIA's pip wheels through
+``cuda.pathfinder`` when that package is installed, else libcuabi's own
+search (``libnvrtc.so.13``, ``.so.12``, the toolkit folders named by
+``CUDA_HOME``/``CUDA_PATH``, ``/usr/local/cuda``; docs/families.md).  NVRTC is
+only opened when you compile, so its absence costs nothing until then, and
+the error then carries libcuabi's report of every place tried.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import threading
-from typing import Dict, Iterable, Optional, Sequence, Union
+import struct
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
+from . import nvrtc as _nvrtc
+from ._family_support import string_array
 from ._program_options import ProgramOptions
 from .errors import NVRTCError
 
-_SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
-_lock = threading.Lock()
-_nvrtc = None
-_nvrtc_path = None
-_tried = []
-
-
-def _candidates():
-    out = []
-    env = os.environ.get("CUABI_LIBNVRTC")
-    if env is not None:
-        out.append(("CUABI_LIBNVRTC", env))
-    out.append(("cuda.pathfinder", None))
-    for so in _SONAMES:
-        out.append(("system loader", so))
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for root in roots:
-        if root:
-            for so in _SONAMES:
-                out.append(("toolkit", os.path.join(root, "lib64", so)))
-    return out
-
-
-def _load():
-    global _nvrtc, _nvrtc_path
-    if _nvrtc is not None:
-        return _nvrtc
-    with _lock:
-        if _nvrtc is not None:
-            return _nvrtc
-        tried = []
-        for kind, path in _candidates():
-            if kind == "CUABI_LIBNVRTC":
-                if not os.path.isabs(path):
-                    tried.append("%s=%r: must be an absolute path" % (kind, path))
-                    continue
-            if kind == "cuda.pathfinder":
-                try:
-                    from cuda import pathfinder  # type: ignore
-                except ImportError:
-                    tried.append("cuda.pathfinder: not installed")
-                    continue
-                try:
-                    loaded = pathfinder.load_nvidia_dynamic_lib("nvrtc")
-                    path = loaded.abs_path
-                except Exception as exc:  # pathfinder raises its own not-found error
-                    tried.append("cuda.pathfinder: %s" % exc)
-                    continue
-            elif kind == "toolkit" and not os.path.exists(path):
-                tried.append("%s (%s): no such file" % (path, kind))
-                continue
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError as exc:
-                tried.append("%s (%s): %s" % (path, kind, exc))
-                continue
-            _setup(lib)
-            _nvrtc = lib
-            _nvrtc_path = getattr(lib, "_name", path)
-            _tried[:] = tried
-            return lib
-        _tried[:] = tried
-        raise NVRTCError("NVRTC (libnvrtc.so) could not be loaded; tried:\n  " + "\n  ".join(tried)
-                         + "\nInstall the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, or set "
-                           "CUABI_LIBNVRTC to the library's absolute path.")
-
-
-def _setup(lib):
-    c = ctypes
-    P = c.c_void_p
-    sig = {
-        "nvrtcVersion": [c.POINTER(c.c_int), c.POINTER(c.c_int)],
-        "nvrtcCreateProgram": [c.POINTER(P), c.c_char_p, c.c_char_p, c.c_int,
-                               c.POINTER(c.c_char_p), c.POINTER(c.c_char_p)],
-        "nvrtcDestroyProgram": [c.POINTER(P)],
-        "nvrtcCompileProgram": [P, c.c_int, c.POINTER(c.c_char_p)],
-        "nvrtcGetProgramLogSize": [P, c.POINTER(c.c_size_t)],
-        "nvrtcGetProgramLog": [P, c.c_char_p],
-        "nvrtcGetPTXSize": [P, c.POINTER(c.c_size_t)],
-        "nvrtcGetPTX": [P, c.c_char_p],
-        "nvrtcGetCUBINSize": [P, c.POINTER(c.c_size_t)],
-        "nvrtcGetCUBIN": [P, c.c_char_p],
-        "nvrtcGetLTOIRSize": [P, c.POINTER(c.c_size_t)],
-        "nvrtcGetLTOIR": [P, c.c_char_p],
-        "nvrtcAddNameExpression": [P, c.c_char_p],
-        "nvrtcGetLoweredName": [P, c.c_char_p, c.POINTER(c.c_char_p)],
-        "nvrtcGetNumSupportedArchs": [c.POINTER(c.c_int)],
-        "nvrtcGetSupportedArchs": [c.POINTER(c.c_int)],
-    }
-    for name, argtypes in sig.items():
-        f = getattr(lib, name, None)
-        if f is None:
-            continue
-        f.argtypes = argtypes
-        f.restype = c.c_int
-    f = lib.nvrtcGetErrorString
-    f.argtypes = [c.c_int]
-    f.restype = c.c_char_p
-
-
-def _check(lib, rc, what, log=None):
-    if rc:
-        msg = lib.nvrtcGetErrorString(rc)
-        text = msg.decode() if msg else "NVRTC error %d" % rc
-        raise NVRTCError("%s failed: %s" % (what, text), code=rc, log=log)
-
 
 def nvrtc_version():
-    """NVRTC's ``(major, minor)``; raises :class:`cuabi.NVRTCError` if not found."""
-    lib = _load()
-    a, b = ctypes.c_int(), ctypes.c_int()
-    _check(lib, lib.nvrtcVersion(ctypes.byref(a), ctypes.byref(b)), "nvrtcVersion")
-    return a.value, b.value
+    """NVRTC's ``(major, minor)``; raises :class:`cuabi.NVRTCError` (with libcuabi's
+    report) when no usable NVRTC is found."""
+    return tuple(_nvrtc.nvrtcVersion())
 
 
 def nvrtc_path() -> str:
     """Where NVRTC was loaded from (loads it if needed)."""
-    _load()
-    return _nvrtc_path
+    _nvrtc.nvrtcVersion()
+    return _nvrtc.library_path() or ""
 
 
-def supported_archs():
+def supported_archs() -> List[int]:
     """Compute capabilities NVRTC can target, as ints (e.g. 75, 80, 90)."""
-    lib = _load()
-    if not hasattr(lib, "nvrtcGetNumSupportedArchs"):
+    n = _nvrtc.nvrtcGetNumSupportedArchs()
+    if n <= 0:
         return []
-    n = ctypes.c_int()
-    _check(lib, lib.nvrtcGetNumSupportedArchs(ctypes.byref(n)), "nvrtcGetNumSupportedArchs")
-    arr = (ctypes.c_int * n.value)()
-    _check(lib, lib.nvrtcGetSupportedArchs(arr), "nvrtcGetSupportedArchs")
-    return list(arr)
+    buf = bytearray(4 * n)
+    _nvrtc.nvrtcGetSupportedArchs(buf)
+    return list(struct.unpack("=%di" % n, bytes(buf)))
 
 
 # the NVRTC options that choose the target architecture
@@ -156,24 +47,28 @@ _ARCH_OPTIONS = ("-arch", "--gpu-architecture")
 
 
 class ObjectCode:
-    """What :meth:`Program.compile` produced: ``code`` (bytes), ``kind``
-    (``"ptx"``, ``"cubin"`` or ``"ltoir"``), the compiler ``log`` and
-    ``name_map`` (name expression -> lowered, mangled name)."""
+    """What :meth:`Program.compile` or :meth:`cuabi.Linker.link` produced: ``code``
+    (bytes), ``kind`` (``"ptx"``, ``"cubin"``, ``"ltoir"`` or ``"fatbin"``), the
+    compiler's or linker's ``log``, ``name_map`` (name expression -> lowered,
+    mangled name) and ``arch`` (``"sm_90"`` style, or ``None`` when unknown)."""
 
-    __slots__ = ("code", "kind", "log", "name_map")
+    __slots__ = ("code", "kind", "log", "name_map", "arch")
 
-    def __init__(self, code: bytes, kind: str, log: str, name_map: Dict[str, str]):
+    def __init__(self, code: bytes, kind: str, log: str, name_map: Dict[str, str],
+                 arch: Optional[str] = None):
         self.code = code
         self.kind = kind
         self.log = log
         self.name_map = name_map
+        self.arch = arch
 
     def load(self, device=None):
         """Load as a :class:`cuabi.Module`."""
         from ._module import Module
 
         if self.kind == "ltoir":
-            raise ValueError("LTO-IR must be linked before it can be loaded")
+            raise ValueError("LTO IR cannot be loaded as it is: link it first, e.g. "
+                             "cuabi.Linker(obj, arch=...).link() gives a cubin that loads")
         return Module(self.code, kind=self.kind, device=device)
 
     def __repr__(self):
@@ -225,56 +120,58 @@ class Program:
             if not isinstance(o, str):
                 raise TypeError("options must be str")
         names = list(name_expressions)
+        for n in names:
+            if not isinstance(n, str):
+                raise TypeError("name_expressions must be str, got %s" % type(n).__name__)
         given = [o for o in opts if o.startswith(_ARCH_OPTIONS)]
         if given and arch is not None:
             raise ValueError("the architecture is given twice: arch=%r and %r in options; pass one"
                              % (arch, given[0]))
         if arch is not None and not (isinstance(arch, str) and arch.startswith(("sm_", "compute_"))):
             raise ValueError("arch must look like 'sm_90' or 'compute_90', got %r" % (arch,))
+        num = None
         if not given:  # an -arch among the options is the caller's choice: keep it alone
             num = (arch if arch is not None else _default_arch()).split("_", 1)[1]
             opts.append(("-arch=compute_%s" if target == "ptx" else "-arch=sm_%s") % num)
         if target == "ltoir":
             opts.append("-dlto")
-        lib = _load()
-        c = ctypes
-        prog = c.c_void_p()
         hnames = list(self.headers)
-        hsrc = (c.c_char_p * max(1, len(hnames)))(*[self.headers[k].encode() for k in hnames])
-        hinc = (c.c_char_p * max(1, len(hnames)))(*[k.encode() for k in hnames])
-        _check(lib, lib.nvrtcCreateProgram(c.byref(prog), self.source.encode(), self.name.encode(),
-                                           len(hnames), hsrc if hnames else None,
-                                           hinc if hnames else None), "nvrtcCreateProgram")
+        hsrc, keep_src = string_array([self.headers[k] for k in hnames])
+        hinc, keep_inc = string_array(hnames)
+        prog = _nvrtc.nvrtcCreateProgram(self.source, self.name, len(hnames), hsrc, hinc)
         try:
             for n in names:
-                _check(lib, lib.nvrtcAddNameExpression(prog, n.encode()), "nvrtcAddNameExpression")
-            copts = (c.c_char_p * max(1, len(opts)))(*[o.encode() for o in opts])
-            rc = lib.nvrtcCompileProgram(prog, len(opts), copts)
-            log = _get(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip(b"\0").decode(
+                _nvrtc.nvrtcAddNameExpression(prog, n)
+            copts, _keep_opts = string_array(opts)
+            failure: Optional[NVRTCError] = None
+            try:
+                _nvrtc.nvrtcCompileProgram(prog, len(opts), copts)
+            except NVRTCError as exc:
+                failure = exc
+            log = _read(prog, _nvrtc.nvrtcGetProgramLogSize, _nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(
                 "utf-8", "replace")
-            _check(lib, rc, "compiling %s" % self.name, log=log)
+            if failure is not None:
+                raise NVRTCError("compiling %s failed: %s (%s)" % (self.name, failure.name, failure.code), code=failure.code, log=log,
+                                 name=failure.name, function=failure.function, report=failure.report)
             if target == "ptx":
-                code = _get(lib, prog, "nvrtcGetPTXSize", "nvrtcGetPTX")
+                code = _read(prog, _nvrtc.nvrtcGetPTXSize, _nvrtc.nvrtcGetPTX)
             elif target == "cubin":
-                code = _get(lib, prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN")
+                code = _read(prog, _nvrtc.nvrtcGetCUBINSize, _nvrtc.nvrtcGetCUBIN)
             else:
-                code = _get(lib, prog, "nvrtcGetLTOIRSize", "nvrtcGetLTOIR")
-            name_map = {}
-            for n in names:
-                out = c.c_char_p()
-                _check(lib, lib.nvrtcGetLoweredName(prog, n.encode(), c.byref(out)), "nvrtcGetLoweredName")
-                name_map[n] = out.value.decode()
+                code = _read(prog, _nvrtc.nvrtcGetLTOIRSize, _nvrtc.nvrtcGetLTOIR)
+            name_map = {n: _nvrtc.nvrtcGetLoweredName(prog, n) for n in names}
         finally:
-            lib.nvrtcDestroyProgram(c.byref(prog))
-        return ObjectCode(code, target, log, name_map)
+            _nvrtc.nvrtcDestroyProgram(prog)
+        del keep_src, keep_inc  # the arrays NVRTC read, kept alive until here
+        return ObjectCode(code, target, log, name_map, None if num is None else "sm_%s" % num)
 
 
-def _get(lib, prog, size_fn, get_fn):
-    n = ctypes.c_size_t()
-    _check(lib, getattr(lib, size_fn)(prog, ctypes.byref(n)), size_fn)
-    buf = ctypes.create_string_buffer(n.value)
-    _check(lib, getattr(lib, get_fn)(prog, buf), get_fn)
-    return buf.raw[: n.value]
+def _read(prog: int, size_fn: Any, get_fn: Any) -> bytes:
+    """One of the program's outputs (log, PTX, cubin, LTO IR): its size, then its bytes."""
+    n = size_fn(prog)
+    buf = bytearray(max(1, n))
+    get_fn(prog, buf)
+    return bytes(buf[:n])
 
 
 def _default_arch():

@@ -37,7 +37,11 @@ __all__ = [
     "BadSignatureError",
     "AlreadyLoadedError",
     "ClosedError",
+    "FamilyError",
     "NVRTCError",
+    "NVJitLinkError",
+    "NVVMError",
+    "NVMLError",
     "LibraryNotFoundError",
     "ConfigurationError",
     "by_code",
@@ -150,19 +154,55 @@ class ClosedError(ValueError):
     """The object was closed (or its context was) and can no longer be used."""
 
 
-class NVRTCError(RuntimeError):
-    """NVRTC could not be loaded, or a compilation failed.
+class FamilyError(RuntimeError):
+    """A call into one of the library families (NVRTC, nvJitLink, NVVM, NVML)
+    failed, or its library could not be used.
 
-    ``code`` is NVRTC's status (``None`` when the library was not found),
-    ``log`` the compiler's log when there is one.
+    ``code`` is the family's status (``None`` when there is none), ``name`` its
+    enumerator's name, ``function`` the call that failed, ``log`` the compiler's
+    or linker's log when there is one (it ends the message), ``report``
+    libcuabi's loading report when the library could not be used.
     """
 
-    def __init__(self, message, code=None, log=None):
+    family = ""
+
+    def __init__(self, message, code=None, log=None, name=None, function=None, report=None):
         self.code = code
         self.log = log
+        self.name = name
+        self.function = function
+        self.report = report
         if log:
             message = message + "\n" + log.rstrip()
         super().__init__(message)
+
+
+class NVRTCError(FamilyError):
+    """NVRTC could not be loaded, or a call of it (a compilation) failed."""
+
+    family = "nvrtc"
+
+
+class NVJitLinkError(FamilyError):
+    """nvJitLink could not be loaded, or a call of it (a link) failed."""
+
+    family = "nvjitlink"
+
+
+class NVVMError(FamilyError):
+    """NVVM could not be loaded, or a call of it failed."""
+
+    family = "nvvm"
+
+
+class NVMLError(FamilyError):
+    """NVML could not be loaded, or a query of it failed."""
+
+    family = "nvml"
+
+
+FAMILY_ERRORS: Dict[str, Type[FamilyError]] = {
+    cls.family: cls for cls in (NVRTCError, NVJitLinkError, NVVMError, NVMLError)}
 
 
 KIND_BASES: Dict[str, Type[CUDAError]] = {

@@ -131,13 +131,39 @@ __attribute__((unused)) static int set_version(const uint64_t *a)
     return 0;
 }
 
-/* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made. */
+/* A program (NVRTC, NVVM) or a link (nvJitLink): what it was given, what it made.
+ * NVRTC's compile and nvJitLink's link also write what they were given (options,
+ * inputs) into their outputs (NVRTC's cubin, nvJitLink's linked code, as a PTX
+ * comment), so that the Python layer's tests can check what reached the library. */
 struct program {
     char output[2048];
     char log[128];
     int failed;
     int lto; /* NVRTC: compiled with -dlto */
+    char given[1024];       /* options and inputs, as text */
+    char info[256];         /* nvJitLink's info log */
+    char names[8][128];     /* NVRTC's name expressions */
+    char lowered[8][160];
+    int nnames;
+    char cubin[1400];       /* NVRTC's cubin */
 };
+
+__attribute__((unused)) static void given_add(struct program *p, const char *what, const char *text)
+{
+    if (p == NULL)
+        return;
+    size_t at = strlen(p->given);
+    snprintf(p->given + at, sizeof p->given - at, "%s%s=%s", at ? ";" : "", what, text);
+}
+
+__attribute__((unused)) static int copy_out(const char *text, size_t *size, char *out)
+{
+    if (size != NULL)
+        *size = strlen(text) + 1;
+    if (out != NULL)
+        memcpy(out, text, strlen(text) + 1);
+    return 0;
+}
 
 /* The fake's LTO IR: this line, then the PTX the program would have had, which the fake
  * nvJitLink takes out again as its "cubin" (the fake driver runs PTX, not binaries). */
@@ -230,6 +256,9 @@ static int nvrtc_create(const uint64_t *a)
     struct program *p = *ARG(struct program **, 0);
     const char *src = ARG(const char *, 1);
     p->failed = src != NULL && strstr(src, "#error") != NULL;
+    given_add(p, "name", a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
+    for (int k = 0; k < (int)a[3] && a[5] != 0; k++)
+        given_add(p, "header", ARG(const char *const *, 5)[k]);
     snprintf(p->output, sizeof p->output, ".version 8.0\n.target sm_80\n.address_size 64\n// fake NVRTC: %s\n",
              a[2] != 0 ? ARG(const char *, 2) : "(unnamed)");
     if (src != NULL)
@@ -242,11 +271,61 @@ static int nvrtc_compile(const uint64_t *a)
 {
     struct program *p = ARG(struct program *, 0);
     const char *const *options = ARG(const char *const *, 2);
-    for (uint32_t i = 0; i < (uint32_t)a[1]; i++)
+    for (uint32_t i = 0; i < (uint32_t)a[1]; i++) {
         if (options[i] != NULL && strcmp(options[i], "-dlto") == 0)
             p->lto = 1;
+        given_add(p, "option", options[i] != NULL ? options[i] : "(null)");
+    }
     snprintf(p->log, sizeof p->log, "%s", p->failed ? "fake NVRTC: error: #error in the source\n" : "");
+    snprintf(p->cubin, sizeof p->cubin, "\177ELF fake cubin;%s", p->given);
+    for (int k = 0; k < p->nnames; k++)
+        snprintf(p->lowered[k], sizeof p->lowered[k], "_fake_lowered_%s", p->names[k]);
     return p->failed ? 6 /* NVRTC_ERROR_COMPILATION */ : 0;
+}
+static int nvrtc_add_name(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    if (a[1] == 0)
+        return 3; /* NVRTC_ERROR_INVALID_INPUT */
+    if (p->nnames == 8)
+        return 1;
+    snprintf(p->names[p->nnames++], sizeof p->names[0], "%s", ARG(const char *, 1));
+    return 0;
+}
+
+static int nvrtc_lowered(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    for (int k = 0; k < p->nnames; k++)
+        if (strcmp(p->names[k], ARG(const char *, 1)) == 0) {
+            *ARG(const char **, 2) = p->lowered[k];
+            return 0;
+        }
+    return 10; /* NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION, near enough */
+}
+
+static int nvrtc_cubin_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->cubin, ARG(size_t *, 1), NULL);
+}
+
+static int nvrtc_cubin(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->cubin, NULL, ARG(char *, 1));
+}
+
+static const int supported_archs[] = { 75, 80, 90 };
+
+static int nvrtc_num_archs(const uint64_t *a)
+{
+    *ARG(int *, 0) = (int)(sizeof supported_archs / sizeof supported_archs[0]);
+    return 0;
+}
+
+static int nvrtc_archs(const uint64_t *a)
+{
+    memcpy(ARG(int *, 0), supported_archs, sizeof supported_archs);
+    return 0;
 }
 
 /* nvrtcGetLTOIR(Size): LTO IR only after -dlto; without it the size is 0, as NVRTC's. */
@@ -300,11 +379,19 @@ static int nvrtc_destroy(const uint64_t *a)
 #if defined(FAKEFAM_NVJITLINK)
 static int jit_create(const uint64_t *a)
 {
-    return create(ARG(void **, 0));
+    if (create(ARG(void **, 0)) != 0)
+        return 1;
+    struct program *p = *ARG(struct program **, 0);
+    const char *const *options = ARG(const char *const *, 2);
+    for (unsigned k = 0; k < (unsigned)a[1] && options != NULL; k++)
+        given_add(p, "option", options[k]);
+    return 0;
 }
 
 /* nvJitLinkAddData(handle, type, data, size, name): PTX, or the fake NVRTC's LTO IR, is
- * kept; the "cubin" is what was added, as PTX text (the fake driver runs only PTX). */
+ * kept; the "cubin" is what was added, as PTX text (the fake driver runs only PTX). A
+ * cubin, fatbin, object or library is recorded only. An input whose bytes say "#error"
+ * fails the link (NVJITLINK_ERROR_PTX_COMPILE), with an error log naming it. */
 static int jit_add_data(const uint64_t *a)
 {
     struct program *p = ARG(struct program *, 0);
@@ -312,6 +399,20 @@ static int jit_add_data(const uint64_t *a)
     size_t size = (size_t)a[3];
     if (data == NULL || size == 0)
         return 3; /* NVJITLINK_ERROR_INVALID_INPUT */
+    if (p == NULL)
+        return 0;
+    char what[160];
+    snprintf(what, sizeof what, "%u:%s:%u", (unsigned)a[1], a[4] != 0 ? ARG(const char *, 4) : "(unnamed)",
+             (unsigned)size);
+    given_add(p, "input", what);
+    for (size_t k = 0; k + 6 <= size; k++)
+        if (memcmp(data + k, "#error", 6) == 0) {
+            p->failed = 1;
+            snprintf(p->log, sizeof p->log, "fake nvJitLink: error: %s says #error\n",
+                     a[4] != 0 ? ARG(const char *, 4) : "(unnamed)");
+        }
+    if (a[1] == 1 || a[1] >= 4) /* NVJITLINK_INPUT_CUBIN, _FATBIN, _OBJECT, _LIBRARY */
+        return 0;
     if (a[1] == 3 /* NVJITLINK_INPUT_LTOIR */) {
         if (size < sizeof lto_magic || memcmp(data, lto_magic, sizeof lto_magic - 1) != 0)
             return 3;
@@ -324,6 +425,45 @@ static int jit_add_data(const uint64_t *a)
     size_t len = nul != NULL ? (size_t)(nul - data) : size, used = strlen(p->output);
     snprintf(p->output + used, sizeof p->output - used, "%.*s", (int)len, data);
     return 0;
+}
+
+static int jit_add_file(const uint64_t *a)
+{
+    char what[160];
+    snprintf(what, sizeof what, "%u:%s", (unsigned)a[1], a[2] != 0 ? ARG(const char *, 2) : "(null)");
+    given_add(ARG(struct program *, 0), "file", what);
+    return 0;
+}
+
+static int jit_complete(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    if (p == NULL)
+        return 0;
+    snprintf(p->info, sizeof p->info, "fake nvJitLink: info: linked\n");
+    size_t used = strlen(p->output);
+    snprintf(p->output + used, sizeof p->output - used, "// fake nvJitLink: %s\n", p->given);
+    return p->failed ? 4 /* NVJITLINK_ERROR_PTX_COMPILE */ : 0;
+}
+
+static int jit_error_log_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->log, ARG(size_t *, 1), NULL);
+}
+
+static int jit_error_log(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->log, NULL, ARG(char *, 1));
+}
+
+static int jit_info_log_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->info, ARG(size_t *, 1), NULL);
+}
+
+static int jit_info_log(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->info, NULL, ARG(char *, 1));
 }
 
 static int jit_size(const uint64_t *a)
@@ -423,36 +563,163 @@ static int nvml_name(const uint64_t *a)
     return 0;
 }
 
-/* nvmlDeviceGetMemoryInfo(device, nvmlMemory_t *): 16 GiB, a quarter of it used. */
-static int nvml_memory(const uint64_t *a)
+/* The device's queries, for cuabi.system's tests. FAKEFAM_NVML_UNSUPPORTED names
+ * symbols (comma-separated) that answer NVML_ERROR_NOT_SUPPORTED (3), as a GPU
+ * without that sensor does. */
+static int nvml_device(const uint64_t *a, const char *symbol)
 {
+    if (!nvml_initialised)
+        return 1;
     if (ARG(void *, 0) != (void *)&nvml_initialised)
         return 2;
-    unsigned long long *memory = ARG(unsigned long long *, 1); /* total, free, used */
-    memory[0] = 16ull << 30;
-    memory[2] = memory[0] / 4;
-    memory[1] = memory[0] - memory[2];
+    const char *unsupported = getenv("FAKEFAM_NVML_UNSUPPORTED");
+    if (unsupported != NULL) {
+        size_t n = strlen(symbol);
+        for (const char *at = strstr(unsupported, symbol); at != NULL; at = strstr(at + 1, symbol))
+            if ((at == unsupported || at[-1] == ',') && (at[n] == '\0' || at[n] == ','))
+                return 3;
+    }
     return 0;
 }
 
-/* nvmlDeviceGetTemperature(device, sensor, unsigned *): the GPU sensor (0) only. */
-static int nvml_temperature(const uint64_t *a)
+static int nvml_string(char *out, uint64_t length, const char *text)
 {
-    if (ARG(void *, 0) != (void *)&nvml_initialised || a[1] != 0)
-        return 2;
-    *ARG(unsigned *, 2) = 41;
+    if (length < strlen(text) + 1)
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    memcpy(out, text, strlen(text) + 1);
     return 0;
 }
 
 static int nvml_driver_version(const uint64_t *a)
 {
-    if (!nvml_initialised)
-        return 1;
-    static const char version[] = "580.00.fake";
-    if ((uint32_t)a[1] < sizeof version)
-        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
-    memcpy(ARG(char *, 0), version, sizeof version);
+    return nvml_initialised ? nvml_string(ARG(char *, 0), a[1], "580.65.06-fake") : 1;
+}
+
+static int nvml_cuda_version(const uint64_t *a)
+{
+    *ARG(int *, 0) = 13000;
     return 0;
+}
+
+static int nvml_uuid(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetUUID");
+    return rc ? rc : nvml_string(ARG(char *, 1), a[2], "GPU-fa4e0000-1111-2222-3333-444455556666");
+}
+
+static int nvml_index(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetIndex");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 0;
+    return rc;
+}
+
+#define FAKE_GIB (1024ull * 1024 * 1024)
+
+static int nvml_memory(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetMemoryInfo");
+    if (rc == 0) {
+        unsigned long long *m = ARG(unsigned long long *, 1); /* total, free, used */
+        m[0] = 80 * FAKE_GIB;
+        m[1] = 79 * FAKE_GIB;
+        m[2] = 1 * FAKE_GIB;
+    }
+    return rc;
+}
+
+static int nvml_memory_v2(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetMemoryInfo_v2");
+    if (rc != 0)
+        return rc;
+    unsigned char *m = ARG(unsigned char *, 1);
+    unsigned version;
+    memcpy(&version, m, sizeof version);
+    if (version != (40u | 2u << 24))
+        return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+    unsigned long long v[4] = { 80 * FAKE_GIB, FAKE_GIB / 2, 78 * FAKE_GIB, FAKE_GIB + FAKE_GIB / 2 };
+    memcpy(m + 8, v, sizeof v); /* total, reserved, free, used */
+    return 0;
+}
+
+static int nvml_utilization(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetUtilizationRates");
+    if (rc == 0) {
+        ARG(unsigned *, 1)[0] = 37;
+        ARG(unsigned *, 1)[1] = 12;
+    }
+    return rc;
+}
+
+static int nvml_temperature(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetTemperature");
+    if (rc == 0 && a[1] != 0)
+        return 2;
+    if (rc == 0)
+        *ARG(unsigned *, 2) = 41;
+    return rc;
+}
+
+static int nvml_power(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetPowerUsage");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 123456;
+    return rc;
+}
+
+static int nvml_power_limit(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetEnforcedPowerLimit");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 700000;
+    return rc;
+}
+
+/* Compute processes (two, or FAKEFAM_NVML_PROCESSES of them): the count first
+ * (NVML_ERROR_INSUFFICIENT_SIZE when the array is too small), then pid, used
+ * memory, GPU and compute instance. */
+static int nvml_compute_processes(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (rc != 0)
+        return rc;
+    const char *setting = getenv("FAKEFAM_NVML_PROCESSES");
+    unsigned n = setting != NULL && *setting != '\0' ? (unsigned)strtoul(setting, NULL, 10) : 2;
+    unsigned *count = ARG(unsigned *, 1);
+    unsigned have = *count;
+    *count = n;
+    if (have < n)
+        return 7;
+    unsigned char *infos = ARG(unsigned char *, 2);
+    for (unsigned k = 0; k < n; k++) {
+        unsigned pid = 4242 + k, gi = 0xFFFFFFFFu, ci = 0xFFFFFFFFu;
+        unsigned long long used = (k + 1) * 256ull * 1024 * 1024;
+        memcpy(infos + 24 * k, &pid, 4);
+        memcpy(infos + 24 * k + 8, &used, 8);
+        memcpy(infos + 24 * k + 16, &gi, 4);
+        memcpy(infos + 24 * k + 20, &ci, 4);
+    }
+    return 0;
+}
+
+static int nvml_graphics_processes(const uint64_t *a)
+{
+    int rc = nvml_device(a, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+    if (rc == 0)
+        *ARG(unsigned *, 1) = 0;
+    return rc;
+}
+
+static int nvml_process_name(const uint64_t *a)
+{
+    char text[64];
+    snprintf(text, sizeof text, "fake-process-%u", (unsigned)a[0]);
+    return nvml_string(ARG(char *, 1), a[2], text);
 }
 #endif
 
@@ -472,10 +739,22 @@ static const struct implemented {
     { "nvrtcGetLTOIRSize", nvrtc_lto_size },
     { "nvrtcGetLTOIR", nvrtc_lto },
     { "nvrtcDestroyProgram", nvrtc_destroy },
+    { "nvrtcAddNameExpression", nvrtc_add_name },
+    { "nvrtcGetLoweredName", nvrtc_lowered },
+    { "nvrtcGetCUBINSize", nvrtc_cubin_size },
+    { "nvrtcGetCUBIN", nvrtc_cubin },
+    { "nvrtcGetNumSupportedArchs", nvrtc_num_archs },
+    { "nvrtcGetSupportedArchs", nvrtc_archs },
 #elif defined(FAKEFAM_NVJITLINK)
     { "nvJitLinkVersion", set_version },
     { "__nvJitLinkCreate_13_0", jit_create },
     { "__nvJitLinkAddData_13_0", jit_add_data },
+    { "__nvJitLinkAddFile_13_0", jit_add_file },
+    { "__nvJitLinkComplete_13_0", jit_complete },
+    { "__nvJitLinkGetErrorLogSize_13_0", jit_error_log_size },
+    { "__nvJitLinkGetErrorLog_13_0", jit_error_log },
+    { "__nvJitLinkGetInfoLogSize_13_0", jit_info_log_size },
+    { "__nvJitLinkGetInfoLog_13_0", jit_info_log },
     { "__nvJitLinkGetLinkedCubinSize_13_0", jit_size },
     { "__nvJitLinkGetLinkedCubin_13_0", jit_cubin },
     { "__nvJitLinkDestroy_13_0", jit_destroy },
@@ -496,6 +775,16 @@ static const struct implemented {
     { "nvmlDeviceGetMemoryInfo", nvml_memory },
     { "nvmlDeviceGetTemperature", nvml_temperature },
     { "nvmlSystemGetDriverVersion", nvml_driver_version },
+    { "nvmlSystemGetCudaDriverVersion", nvml_cuda_version },
+    { "nvmlSystemGetProcessName", nvml_process_name },
+    { "nvmlDeviceGetUUID", nvml_uuid },
+    { "nvmlDeviceGetIndex", nvml_index },
+    { "nvmlDeviceGetMemoryInfo_v2", nvml_memory_v2 },
+    { "nvmlDeviceGetUtilizationRates", nvml_utilization },
+    { "nvmlDeviceGetPowerUsage", nvml_power },
+    { "nvmlDeviceGetEnforcedPowerLimit", nvml_power_limit },
+    { "nvmlDeviceGetComputeRunningProcesses_v3", nvml_compute_processes },
+    { "nvmlDeviceGetGraphicsRunningProcesses_v3", nvml_graphics_processes },
 #endif
 };
 

@@ -76,6 +76,24 @@ if FAKE:
     NOGPA = os.environ.get("CUABI_TEST_NOGPA") or (cand if os.path.exists(cand) else None)
 
 
+def _fake_family(family, variant=""):
+    """The families' fake libraries (tests/fake/family.c): libfakenvrtc.so, ...
+    (``variant`` "_partial": the one lacking a few functions), next to the fake
+    driver or in the build folder; None when not built."""
+    name = "libfake%s%s.so" % (family, variant)
+    if FAKE:
+        cand = os.path.join(os.path.dirname(FAKE), name)
+        if os.path.exists(cand):
+            return cand
+    return _find(name, "CUABI_TEST_FAKE%s%s" % (family.upper(), variant.upper()))
+
+
+FAMILIES = ("nvrtc", "nvjitlink", "nvvm", "nvml")
+# the variables that choose each family's library (docs/families.md)
+FAMILY_ENV = {"nvrtc": "CUABI_LIBNVRTC", "nvjitlink": "CUABI_LIBNVJITLINK", "nvvm": "CUABI_LIBNVVM",
+              "nvml": "CUABI_LIBNVML"}
+
+
 def _same_machine(path):
     """Whether the ELF file at path is for this interpreter's machine (an x86_64
     toolkit's stub cannot stand for a stub in an aarch64 run under qemu)."""
@@ -115,7 +133,7 @@ if not INSTALLED:
         import build_modules
 
         target = os.path.join(PYDIR, "cuabi", "_cuabi_cffi.py")
-        src = [os.path.join(PYDIR, "cdef", name) for name in ("own.h", "driver.h")]
+        src = [os.path.join(PYDIR, "cdef", name) for name in ("own.h", "driver.h", "families.h")]
         src.append(os.path.join(PYDIR, "build_modules.py"))
         if not os.path.exists(target) or os.path.getmtime(target) < max(map(os.path.getmtime, src)):
             build_modules.build_abi(os.path.join(PYDIR, "cuabi"))
@@ -256,6 +274,14 @@ def _nvrtc_missing():
         return True
 
 
+def _nvjitlink_missing():
+    try:
+        cuabi.nvjitlink_version()
+        return False
+    except cuabi.errors.NVJitLinkError:
+        return True
+
+
 def _importable(name):
     import importlib.util
 
@@ -286,6 +312,7 @@ _ALLOWED_SKIPS = [
     ("the 15 ms target is for CPython", lambda: not _CPYTHON),
     ("needs reference counts", lambda: not hasattr(sys, "getrefcount")),
     ("NVRTC not installed", _nvrtc_missing),
+    ("NVRTC or nvJitLink not installed", lambda: _nvrtc_missing() or _nvjitlink_missing()),
     ("no toolkit stub libcuda.so here", lambda: STUB is None),
     ("libfakecuda_nogpa.so not built", lambda: NOGPA is None),
     ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),

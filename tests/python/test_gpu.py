@@ -248,3 +248,93 @@ def test_programmatic_dependent_launch_on_gpu():
             assert got[0] == 1 and got[12345] == 2 * 12345 + 1 and got[-1] == 2 * (n - 1) + 1
     finally:
         ctx.close()
+
+
+# -- the library families on the GPU (issue 14): NVRTC + nvJitLink LTO, NVML.
+# Needs NVRTC and nvJitLink 13 (the toolkit, or `pip install nvidia-cuda-nvrtc
+# nvidia-nvjitlink cuda-pathfinder` for the CUDA 13 wheels) and the driver's NVML.
+
+TWICE = r'''extern "C" __device__ float twice(float x) { return 2.0f * x; }'''
+TWICE_PLUS_ONE = r'''
+extern "C" __device__ float twice(float x);
+extern "C" __global__ void twice_plus_one(float *p, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = twice(p[i]) + 1.0f;
+}
+'''
+
+
+def test_ltoir_linked_loaded_and_launched():
+    """Two units compiled to LTO IR, linked with nvJitLink (-lto), load as a Module and compute right."""
+    dev = cuabi.Device(0)
+    ctx = dev.set_current()
+    try:
+        a = cuabi.Program(TWICE, name="twice.cu").compile(["-rdc=true"], target="ltoir")
+        b = cuabi.Program(TWICE_PLUS_ONE, name="kernel.cu").compile(["-rdc=true"], target="ltoir")
+        assert a.arch == b.arch == dev.arch
+        linker = cuabi.Linker(a, b)
+        assert linker.link_options()[:2] == ["-arch=%s" % dev.arch, "-lto"]
+        cubin = linker.link()
+        assert cubin.kind == "cubin" and cubin.code[:4] == b"\x7fELF"
+        k = cubin.load().get_kernel("twice_plus_one", "pi")
+        n = 1 << 16
+        buf = cuabi.DeviceBuffer(4 * n)
+        buf.copy_from(struct.pack("%df" % n, *range(n)))
+        s = cuabi.Stream()
+        cuabi.launch(s, cuabi.LaunchConfig((n + 255) // 256, 256), k, buf, n)
+        s.sync()
+        out = struct.unpack("%df" % n, buf.to_bytes())
+        assert out[0] == 1.0 and out[1000] == 2001.0 and out[-1] == 2.0 * (n - 1) + 1.0
+    finally:
+        ctx.close()
+
+
+def test_linker_reports_an_undefined_function():
+    """Linking a call to an undefined device function raises NVJitLinkError with the log naming it."""
+    dev = cuabi.Device(0)
+    b = cuabi.Program(TWICE_PLUS_ONE, name="kernel.cu").compile(["-rdc=true"], target="ltoir", arch=dev.arch)
+    with pytest.raises(cuabi.NVJitLinkError) as ei:
+        cuabi.Linker(b).link()
+    assert ei.value.code and ei.value.log and "twice" in ei.value.log
+
+
+def test_nvml_sees_this_gpu():
+    """cuabi.system finds the CUDA device by UUID with the same name and memory, and plausible readings."""
+    from cuabi import system
+
+    dev = cuabi.Device(0)
+    ctx = dev.set_current()
+    try:
+        keep = cuabi.DeviceBuffer(64 << 20)  # this process now uses the GPU
+        assert system.device_count() >= 1
+        major, minor = system.cuda_driver_version()
+        v = cuabi.driver_version()
+        assert (major, minor) == (v // 1000, v % 1000 // 10)
+        version = system.driver_version()
+        assert version[:1].isdigit() and "." in version
+        by_uuid = {g.uuid: g for g in system.gpus()}
+        gpu = by_uuid["GPU-%s" % dev.uuid]
+        assert gpu.name == dev.name
+        mem = gpu.memory
+        # NVML's total and the driver's may differ by what the firmware keeps: a few percent
+        assert abs(mem.total - dev.total_memory) <= 0.05 * dev.total_memory
+        assert 0 < mem.used <= mem.total and 0 <= mem.free <= mem.total
+        assert mem.used + mem.free + mem.reserved <= 1.01 * mem.total
+        util = gpu.utilization
+        assert 0 <= util.gpu <= 100 and 0 <= util.memory <= 100
+        assert 0 < gpu.temperature < 120
+        assert 0 < gpu.power_usage <= gpu.power_limit * 1.5 and gpu.power_limit > 10
+        procs = gpu.processes
+        assert all(isinstance(p, system.Process) for p in procs)
+        import os
+
+        mine = [p for p in procs if p.pid == os.getpid()]
+        # in a container NVML may list this process under the host's pid: then not found here
+        for p in mine:
+            assert p.kind == "compute" and (p.used_memory is None or p.used_memory >= 64 << 20)
+        snap = system.snapshot()
+        assert snap["gpus"][gpu.index]["uuid"] == gpu.uuid
+        keep.close()
+    finally:
+        ctx.close()

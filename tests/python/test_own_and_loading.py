@@ -270,10 +270,22 @@ def _main(env=None, drop=()):
 
 @pytest.mark.fake
 def test_main_ok():
-    """`python -m cuabi` on a working driver exits 0 and reports backend, devices and NVRTC."""
+    """`python -m cuabi` on a working driver exits 0 and reports backend, devices, NVRTC, nvJitLink, NVML."""
     rc, out = _main()
     assert rc == 0, out
     assert "a GPU works" in out and "backend:" in out and "devices:" in out and "nvrtc:" in out
+    assert "nvjitlink:" in out and "nvml:" in out
+
+
+@pytest.mark.fake
+def test_main_reports_nvml():
+    """`python -m cuabi` reports NVML's driver version and GPU count, or that NVML is absent."""
+    from conftest import _fake_family
+
+    rc, out = _main(env={"CUABI_LIBNVML": _fake_family("nvml")})
+    assert rc == 0 and "nvml:                  driver 580.65.06-fake, 1 GPU(s)" in out
+    rc, out = _main(env={"CUABI_LIBNVML": "/nonexistent/libnvidia-ml.so.1"})
+    assert rc == 0 and "nvml:                  not found (NVML_ERROR_LIBRARY_NOT_FOUND)" in out
 
 
 def test_main_no_library():

@@ -1,6 +1,5 @@
 """NVRTC: Program/ObjectCode, loaded lazily; SAXPY compiled from CUDA C++ and run."""
 
-import os
 import struct
 
 import pytest
@@ -8,6 +7,7 @@ import pytest
 import cuabi
 from cuabi import _program
 from cuabi.errors import NVRTCError
+from conftest import _fake_family, run_json
 
 SAXPY = r'''
 extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
@@ -116,29 +116,93 @@ def test_compile_arguments_are_checked():
         p.compile(arch="ampere")
 
 
-def test_nvrtc_not_found_lists_candidates(monkeypatch):
-    """When NVRTC is nowhere, NVRTCError lists every place tried and why."""
-    monkeypatch.setattr(_program, "_nvrtc", None)
-    monkeypatch.setattr(_program, "_candidates", lambda: [
-        ("CUABI_LIBNVRTC", "relative.so"),
-        ("system loader", "libnvrtc-does-not-exist.so.99"),
-        ("toolkit", "/nonexistent/lib64/libnvrtc.so.13")])
-    with pytest.raises(NVRTCError) as ei:
-        cuabi.Program("").compile(arch="sm_75")
-    msg = str(ei.value)
-    assert "relative.so" in msg and "must be an absolute path" in msg
-    assert "libnvrtc-does-not-exist.so.99" in msg and "/nonexistent/lib64/libnvrtc.so.13" in msg
-    assert ei.value.code is None
+def test_nvrtc_not_found_carries_the_report():
+    """Without NVRTC, compile() raises NVRTCError with libcuabi's report: the file tried, what to do."""
+    res = run_json("""
+        import json
+        import cuabi
+        try:
+            cuabi.Program("").compile(arch="sm_75")
+        except cuabi.NVRTCError as e:
+            print(json.dumps([str(e), e.code, e.report]))
+    """, env={"CUABI_LIBNVRTC": "/nonexistent/cuabi-test/libnvrtc.so.13"})
+    msg, code, report = res
+    assert "/nonexistent/cuabi-test/libnvrtc.so.13" in msg and "what to do" in msg
+    assert code == 100009 and "loading NVRTC" in report
 
 
-def test_candidates_include_env_and_toolkit(monkeypatch):
-    """NVRTC is looked for at CUABI_LIBNVRTC first, then pathfinder and CUDA_HOME."""
-    monkeypatch.setenv("CUABI_LIBNVRTC", "/opt/x/libnvrtc.so.13")
-    monkeypatch.setenv("CUDA_HOME", "/opt/cuda-test")
-    c = _program._candidates()
-    assert c[0] == ("CUABI_LIBNVRTC", "/opt/x/libnvrtc.so.13")
-    assert ("cuda.pathfinder", None) in c
-    assert ("toolkit", os.path.join("/opt/cuda-test", "lib64", "libnvrtc.so.13")) in c
+def test_relative_libnvrtc_is_refused():
+    """A relative CUABI_LIBNVRTC is refused with the reason, not searched in the current folder."""
+    res = run_json("""
+        import json
+        import cuabi
+        try:
+            cuabi.nvrtc_version()
+        except cuabi.NVRTCError as e:
+            print(json.dumps([str(e), e.code]))
+    """, env={"CUABI_LIBNVRTC": "libnvrtc.so.13"})
+    assert res[1] == 100006 and "not an absolute path" in res[0]
+
+
+def _fake_nvrtc():
+    path = _fake_family("nvrtc")
+    if path is None:
+        pytest.fail("libfakenvrtc.so not built: cmake --build build")
+    return path
+
+
+def test_program_goes_through_cuabis_nvrtc_family():
+    """Program compiles through cuabi.nvrtc: name, headers, options and arch reach the fake; outputs return."""
+    fake = _fake_nvrtc()
+    res = run_json("""
+        import json
+        import cuabi
+        from cuabi import _program, nvrtc
+        p = cuabi.Program('extern "C" __global__ void k(int *p) {}', name="k.cu", headers={"a.h": "1", "b.h": "2"})
+        given = p.compile(["-lineinfo"], target="cubin", arch="sm_90")
+        lto = p.compile(target="ltoir", arch="sm_80", name_expressions=["k<int>"])
+        cubin = p.compile(target="cubin")
+        ptx = p.compile(["--gpu-architecture=compute_80"])
+        print(json.dumps([given.code.decode("latin-1"), given.arch, lto.code.decode("latin-1"), lto.kind,
+                          lto.arch, lto.name_map, cubin.code.decode("latin-1"), cubin.arch,
+                          ptx.code.decode("latin-1"), ptx.arch, _program.supported_archs(),
+                          cuabi.nvrtc_version(), cuabi.nvrtc_path(), nvrtc.library_path()]))
+    """, env={"CUABI_LIBNVRTC": fake})
+    (given, given_arch, lto, kind, arch, names, cubin, cubin_arch, ptx, ptx_arch, archs, version, path,
+     lib) = res
+    assert given.startswith("\x7fELF fake cubin;name=k.cu;header=a.h;header=b.h;option=-lineinfo;"
+                            "option=-arch=sm_90\x00")
+    assert given_arch == "sm_90"
+    # the fake makes LTO IR only when -dlto reached it
+    assert lto.startswith("fake LTO IR\n.version") and ".entry k(" in lto
+    assert (kind, arch, names) == ("ltoir", "sm_80", {"k<int>": "_fake_lowered_k<int>"})
+    # no context: the oldest architecture the library supports
+    assert cubin.startswith("\x7fELF fake cubin;") and "option=-arch=sm_75" in cubin
+    assert cubin_arch == "sm_75"
+    assert ".entry k(" in ptx and ptx_arch is None
+    assert archs == [75, 80, 90] and version == [13, 5] and path == lib == fake
+
+
+def test_compile_error_on_the_family_carries_log_and_code():
+    """A failed compilation raises NVRTCError with NVRTC's code, its name and the log."""
+    res = run_json("""
+        import json
+        import cuabi
+        try:
+            cuabi.Program("#error no", name="bad.cu").compile(arch="sm_80")
+        except cuabi.NVRTCError as e:
+            print(json.dumps([str(e), e.code, e.name, e.log]))
+    """, env={"CUABI_LIBNVRTC": _fake_nvrtc()})
+    msg, code, name, log = res
+    assert (code, name) == (6, "NVRTC_ERROR_COMPILATION")
+    assert msg.startswith("compiling bad.cu failed: NVRTC_ERROR_COMPILATION (6)")
+    assert "fake NVRTC: error: #error in the source" in log and log.rstrip() in msg
+
+
+def test_arch_given_twice_is_refused():
+    """An -arch option together with arch= is refused before NVRTC is asked anything."""
+    with pytest.raises(ValueError, match="given twice"):
+        cuabi.Program("x").compile(["-arch=sm_80"], arch="sm_90")
 
 
 def test_program_options_become_nvrtc_options():

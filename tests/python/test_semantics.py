@@ -145,7 +145,8 @@ def test_update_failure_for_another_reason_has_no_update_result(ctx):
 
 
 class _FakeNVRTC:
-    """Records the options compile() hands to nvrtcCompileProgram."""
+    """Stands for cuabi.nvrtc in _program: records the options compile() hands to
+    nvrtcCompileProgram (read from the native array it builds)."""
 
     def __init__(self):
         self.options = None
@@ -154,11 +155,12 @@ class _FakeNVRTC:
         return lambda *a: 0
 
     def nvrtcCompileProgram(self, prog, n, opts):
-        self.options = [opts[i].decode() for i in range(n)]
-        return 0
+        import ctypes
 
-    def nvrtcGetErrorString(self, rc):
-        return b"error"
+        self.options = [s.decode() for s in (ctypes.c_char_p * n).from_address(opts)] if n else []
+
+    def nvrtcGetNumSupportedArchs(self):
+        return 0
 
 
 @pytest.mark.parametrize("options, arch, expected", [
@@ -169,7 +171,6 @@ class _FakeNVRTC:
 def test_compile_keeps_the_callers_architecture(monkeypatch, options, arch, expected):
     """An -arch in compile()'s options is used as given; arch= adds one; never both."""
     lib = _FakeNVRTC()
-    monkeypatch.setattr(_program, "_load", lambda: lib)
-    monkeypatch.setattr(_program, "_get", lambda *a: b"")
+    monkeypatch.setattr(_program, "_nvrtc", lib)
     cuabi.Program("").compile(options, arch=arch)
     assert [o for o in lib.options if "arch" in o] == expected
