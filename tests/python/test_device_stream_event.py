@@ -262,6 +262,9 @@ def test_event_without_timing_has_no_elapsed_time(ctx):
     n.sync()
     with pytest.raises(ValueError, match=r"without timing \(the default\); make it with Event\(timing=True\)"):
         n - a  # noqa: B018
+    # the driver was told too: it refuses to time the default event
+    with pytest.raises(cuabi.CUDAError, match="CUDA_ERROR_INVALID_HANDLE"):
+        cuabi.driver.cuEventElapsedTime(a.handle, n.handle)
 
 
 def test_event_arguments_are_checked(ctx):
