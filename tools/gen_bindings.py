@@ -461,7 +461,7 @@ def go_function(t: Table, name: str, c_name: str, params: list[dict], returns: s
 def lua_module(t: Table, cdef: str) -> str:
     if "]==]" in cdef:
         raise BindingError("the cdef header contains the Lua long-bracket closer ]==]")
-    cdef = "\n".join(line for line in cdef.splitlines() if not line.startswith(("/* GENERATED", "/* SPDX-License-Identifier"))
+    cdef = "\n".join(line for line in cdef.splitlines() if not line.startswith(("/* GENERATED", "/* SPDX-License-Identifier")))
     out = [f"-- {NOTE}\n", f"-- {SPDX}\n",
            "-- cuabi for LuaJIT: local cuabi = require(\"cuabi\")\n"
            "--   cuabi.C          the library (ffi.load), every cuabi_* function and constant\n"
