@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing cuabi needs on a fresh Debian 12 machine
 # (root): compilers, CMake, libffi, cmocka, valgrind, abigail-tools, PyPy, and
 # the Python packages (python3-venv and python3-dev build PyCUDA, whose own

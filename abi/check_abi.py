@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Compare a built libcuabi.so.1 with the committed ABI baseline.
 
   check_abi.py check    LIBRARY INCLUDE_DIR [--baseline FILE] [--suppressions FILE]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What building the compiled tier on the stable ABI costs, per call.
 
     python3 bench/abi3_cost.py [--rounds 20] [--number 100000] [--full-speedups FILE]

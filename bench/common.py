@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small helpers shared by the Python side of bench/ (stdlib only, cheap to import:
 bench/startup.py imports this before it starts its clock)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Launch overhead in one process: cuabi's launches against the C floor,
 interleaved round by round.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The catalogue of what bench/run measures: operations and contenders.
 
 Everything else in bench/ takes names from here, so an operation or a

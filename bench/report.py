@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """results.json -> benchmarks.md (tables, targets) and benchmarks.png (chart).
 
 Used by bench/runner.py after a run, and by `bench/run --from-json FILE` to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/run's engine: builds the C contenders, measures, writes the results.
 
 Phases, each skipped with a reason where it cannot run:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One fresh-process start-up measurement of a Python contender.
 
     python3 bench/startup.py MODULE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of bench/ that need no GPU: the report from synthetic results, the
 statistics, the worker's timing protocol, and the C contender's build and
 its answer when there is no driver.

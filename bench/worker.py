@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A long-lived Python contender process, driven by bench/runner.py.
 
     python3 bench/worker.py MODULE KERNELS.ptx

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer harness for cuabi_call: signature parsing, the call-interface
  * cache and the call itself, with fuzzed signatures, versions and names.

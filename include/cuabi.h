@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi.h - the public header of libcuabi.so.1.
  *

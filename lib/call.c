@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * call.c - cuabi_call(): any driver entry point by name and signature
  * string, through libffi.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * codes.c - what cuabi knows of every result code: its name, a description in
  * cuabi's words and, for cuabi's own codes, what to do.  Pure data: the bottom

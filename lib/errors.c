@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * errors.c - cuabi_error_name() and cuabi_error_string().
  *

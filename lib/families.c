@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * families.c - the library families (NVRTC, nvJitLink, NVVM, NVML;
  * docs/families.md): what their load adds to load.c's (the search, the report

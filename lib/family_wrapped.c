@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * family_wrapped.c - the families' functions that cuabi does not forward as they
  * are: each one's code-to-text function (tools/gen_driver_api.py: a family's

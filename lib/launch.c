@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * launch.c - cuabi_launch_packed(): a kernel launch from one buffer, so a
  * caller in another language packs the launch once and crosses into C once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load.c - loading each library once: the library's one lock, the load itself
  * and its report, for the driver (with its default stream mode and version) and

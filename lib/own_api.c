@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * own_api.c - the own API about loading and lookup: version, load, status,
  * report, driver path and version, default stream mode, get_proc.  Thin:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resolve.c - entry-point lookup: the slot array the forwarders read and the
  * slow path that fills it.  Below it: load.c (the driver, its version and

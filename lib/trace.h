@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace.h - what the generated trace wrappers (lib/trace_<library>.c) and trace.c
  * share: how a call's arguments are described, and the calls a wrapper makes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wrapped.c - the three driver entry points cuabi does not forward as they
  * are (tools/gen_driver_api.py: WRAPPED).  The generated forwarder of each is

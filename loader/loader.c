@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loader.c - finds and opens a library: the driver and the families' libraries;
  * see loader.h, docs/abi.md ("Loading the driver") and docs/families.md.

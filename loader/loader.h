@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loader.h - finding and opening a library: the CUDA driver (libcuda.so.1) and
  * the libraries of the families (NVRTC, nvJitLink, NVVM, NVML).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * text.h - a bounded text buffer.  The loader writes its line per candidate
  * into one; lib/load.c writes the rest of cuabi_driver_report() around it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi's PEP 517 build backend: libcuabi.so.1, the Python package and, on
 CPython, the compiled tier.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Build the cffi backend modules of the cuabi package.
 
 * ``cuabi/_cuabi_cffi.py``: cffi's out-of-line ABI mode.  The C declarations

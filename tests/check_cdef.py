@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The declarations-only header include/cuabi/cuabi_cdef.h is what C-declaration FFIs can
 read and what driver_api.json describes: it has no preprocessor line, include or alignment
 specifier; cffi's cdef parser takes it whole; every struct and union it declares has the

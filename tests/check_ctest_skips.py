@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The expected-skip budget of one ctest run: what ./test runs must not skip.
 
 Every check that cannot run in a configuration is decided when CMake

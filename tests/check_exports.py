@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The exported dynamic symbols of libcuabi.so are exactly the names abi.map
 lists, each under the version node abi.map puts it in; the nodes form one
 chain (CUABI_1.0, then CUABI_1.1 inheriting CUABI_1.0, and so on, each minor

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tools/fetch_cuda_headers.py uses a wheel only when its SHA-256 is the pinned one, and then
 unpacks its headers into the cache and marks them with the pins, so that a later run is a
 no-op and other pins make it fetch again. Offline: the wheels are made up here and put where

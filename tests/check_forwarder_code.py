@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every forwarder's machine code is the fast path docs/abi.md promises: one
 atomic load of its slot, a test, and a tail jump to the driver (x86-64).
 

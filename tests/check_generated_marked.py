@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every file that says it was written by a program (the generators' note in
 its first lines, or abidw's output) is marked linguist-generated in .gitattributes, and
 every file marked so says it is generated, so that reviewers and tools see

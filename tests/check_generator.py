@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Round trip of the generator: regenerating every generated file from the
 header set of each version node's CUDA version (the installed toolkit's, and
 the newer ones tools/fetch_cuda_headers.py fetches) gives the committed files

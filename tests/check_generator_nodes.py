@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """How the generator places entry points in version nodes and slots
 (tools/gen_driver_api.py: read_abi_map, assign_nodes), without the toolkit:
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Pinning, checked against the toolkit's headers without the generator's
 logic: for every entry point, in legacy and in per-thread default stream mode,
 the C preprocessor says which driver symbol code compiled against cuda.h and

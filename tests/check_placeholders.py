@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every placeholder test (label "placeholder": a check that cannot run in
 this configuration) reports Skipped: run as ctest registered it, it exits
 with its SKIP_RETURN_CODE (77) and says "skipped: <why>".

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What a released version node promised still holds: the tree against the snapshot of a
 release (tests/fixtures/cuabi-1.0: the 1.0 headers, abi.map and driver_api.json as released).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """In secure mode (a set-user-ID program) cuabi ignores CUABI_LIBCUDA, as
 docs/abi.md promises (it reads it with secure_getenv, not getenv).
 

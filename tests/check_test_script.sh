@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_test_script.sh ROOT - ./test's python_tests step fails when pytest
 # collects no tests (status 5) as for any other non-zero status, and passes
 # on 0. Runs the function as ./test defines it, with a stand-in for Python

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The loading scenarios of the library families (NVRTC, nvJitLink, NVVM, NVML)
  * and of CUABI_TRACE: the functions of the rows of tests/test_loading.c's table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The family and tracing scenarios of tests/test_loading.c's table (tests/loading_families.c). */
 #ifndef CUABI_TEST_LOADING_FAMILIES_H
 #define CUABI_TEST_LOADING_FAMILIES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every entry point newer than the loaded driver answers, through its forwarder,
  * CUABI_ERROR_DRIVER_TOO_OLD or CUABI_ERROR_ENTRY_POINT_NOT_FOUND, and never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * secure_probe LIBCUABI - loads libcuabi.so.1 from an absolute path with
  * dlopen and prints, one "key=value" per line: AT_SECURE (whether glibc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * support.h - what the cmocka tests share: the fake driver's query functions,
  * checks that print result names, and module images for the fake.

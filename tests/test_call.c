@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi_call (any entry point by name and signature, through libffi) and
  * cuabi_get_proc, on the functional fake driver: malformed signatures are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi_error_name / cuabi_error_string: never NULL, never load the driver,
  * cuabi's own codes in their reserved range, CUDA's codes from a built-in

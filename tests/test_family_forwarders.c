@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every forwarder of every library family (NVRTC, nvJitLink, NVVM, NVML) passes
  * every argument through unchanged, returns the library's result unchanged, calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fork(): the child inherits cuabi's state (docs/abi.md) and never inherits a
  * held lock. Scenarios (argv[1]), each its own process:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every forwarder passes every argument through unchanged, returns the
  * driver's result unchanged, and resolves its entry point once, with the

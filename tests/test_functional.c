@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The functional fake driver, driven through cuabi's forwarders as a program
  * (or the Python layer) would: devices, contexts, host-backed memory, copies,

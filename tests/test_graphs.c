@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Graphs built and edited through cuabi on the functional fake: empty nodes
  * and their dependencies, clones, and whole-graph update of an executable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi_launch_packed: a 32-byte header (grid, block, shared memory,
  * reserved) followed by the kernel's parameter buffer, one call into C per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Loading the driver, one scenario per process.  Each checks the status code
  * docs/abi.md documents, that cuabi_driver_report() names the cause, and that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Record layouts: the size, alignment and field offsets that driver_api.json gives every
  * struct and union (tools/gen_driver_api.py computes them for LP64) are what the compiler

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Resolving entry points: which failures cuabi remembers. docs/abi.md: an
  * entry point the driver lacks (or has only in a newer ABI) is asked for once

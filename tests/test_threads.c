@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Threads and the one load (a process each, argv[1] picks):
  *

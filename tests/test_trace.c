@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Tracing switched at run time (docs/tracing.md): cuabi_trace_start() makes every
  * forwarded call write a line, decoded from the tables (enumerators by name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Versions: the library's own, the pinned driver ABI versions of a sample of
  * entry points against what CUDA 13.0's cudaTypedefs.h says, and the fake

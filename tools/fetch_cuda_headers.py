@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fetch the driver headers of the CUDA versions newer than the installed toolkit.
 
 cuabi's version nodes are generated from the headers of one CUDA version each (CUABI_1.0 from

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generate cuabi's bindings for Rust, Go and LuaJIT from driver_api.json.
 
 Reads include/cuabi/driver_api.json (written by tools/gen_driver_api.py; its keys are

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generate cuabi's declarations, forwarders and tables from the CUDA driver headers.
 
 Reads cuda.h, cudaProfiler.h and cudaTypedefs.h of a CUDA toolkit (default

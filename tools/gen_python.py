@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Generate cuabi's Python driver layer from libcuabi's table.
 
 Reads ``include/cuabi/driver_api.json`` (written by tools/gen_driver_api.py)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_driver.c - the two C contenders of bench/run, from one source.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The callgrind check: a cuabi forwarder may cost at most LIMIT instructions
 more than calling the driver function through a pointer.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * forward_cost - what a cuabi forwarder costs over calling the driver's
  * function through a pointer, as a program that binds libcuda by hand does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * launch_loop.c - the C floor of bench/launch_cost.py, as a shared library
  * that the Python process loads, so that C and Python launches run in one

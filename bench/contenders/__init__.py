@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python contenders of bench/run, one module each (see bench/ops.py for
 the list).  A module imports its library only inside load(), so that
 bench/startup.py can time that import in a fresh process.  Its interface:

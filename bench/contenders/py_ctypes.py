@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plain ctypes on libcuda.so.1: what a Python program with no binding at all does.
 
 Entry points are looked up with the driver's cuGetProcAddress_v2 at the same

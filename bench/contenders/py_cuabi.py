@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi, the package under test, on the backend CUABI_PY_BACKEND chooses.
 
 Trivial calls, copies and stream-ordered memory go through cuabi.driver (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda.bindings: NVIDIA's generated bindings of the driver API (Cython).
 
 Every call returns a tuple whose first item is the CUresult.  Kernel arguments

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda.core: NVIDIA's Pythonic layer over cuda.bindings.
 
 Uses its own objects (Device, Stream, Event, ObjectCode/Kernel, launch,

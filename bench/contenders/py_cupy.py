@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CuPy: its low-level layer (cupy.cuda.runtime / driver, Module/Function).
 
 CuPy calls the CUDA runtime for most things, so its trivial calls are the

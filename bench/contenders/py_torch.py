@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch, where it has an equivalent: events, streams, copies between tensors,
 and its caching allocator.  It cannot launch a PTX kernel of its own, and it
 exposes no context or raw device-attribute call."""

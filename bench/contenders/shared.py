@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pieces several Python contenders use: the kernel arguments and host memory
 made with ctypes (part of the standard library, so usable by every contender)."""
 

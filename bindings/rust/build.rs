@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Links libcuabi.so.1. Where from, first match wins:
 //   CUABI_LIB_DIR=/abs/dir          the folder holding libcuabi.so
 //   pkg-config --variable=libdir cuabi (PKG_CONFIG_PATH finds an installed cuabi.pc)

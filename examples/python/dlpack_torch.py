@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DLPack with PyTorch, both ways, on the tensors' streams.
 
 1. a cuabi kernel works on a PyTorch tensor (torch -> cuabi via DLPack);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A CUDA graph: capture a chain of kernel launches once, replay it many times,
 then update the instantiated graph with new parameters without re-instantiating.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SAXPY: compile CUDA C++ with NVRTC at run time, launch it, check the result.
 
     python examples/python/saxpy_nvrtc.py [n]

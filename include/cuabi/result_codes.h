@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi/result_codes.h - cuabi's own result codes: the one list.
  *

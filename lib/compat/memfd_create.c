@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memfd_create.c - built into libcuabi only where the C library lacks memfd_create
  * (glibc before 2.27, such as the 2.17 the x86_64 manylinux wheel targets; CMakeLists.txt

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi: the CUDA driver API from Python, through libcuabi's stable C ABI.
 
 Two layers:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``python -m cuabi``: report what cuabi finds on this machine.
 
 Exit codes (also in docs/python.md):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Turning Python objects into addresses, for pointer parameters and kernel arguments.
 
 * :func:`address` and :func:`cstring` serve the driver wrappers: they return

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dtypes as typestrs, and ``__cuda_array_interface__`` (version 3) dicts."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Choosing the foreign-function backend, and opening libcuabi.so.1 with it.
 
 Two modules implement the interface of :mod:`cuabi._backend_interface`:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cffi backend.
 
 The C declarations were turned into cffi's compact type tables when the package

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ctypes backend: no dependency beyond the standard library.
 
 Every driver entry point gets ``argtypes`` from its signature letters on first

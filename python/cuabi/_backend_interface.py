@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The interface every foreign-function backend implements.
 
 Declared for type checkers and for ``tests/python/test_backend_interface.py``,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The compiled tier's contract: what python/speedups/speedups.c may read and call.
 
 The speedups module (``cuabi._cuabi_speedups``, built by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Contexts: a device's primary context, and the resources that live in it.
 
 Which context a call uses:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Devices, driver initialisation, and which context new resources go to."""
 
 from __future__ import annotations

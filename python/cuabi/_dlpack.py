@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DLPack: exporting cuabi's device arrays as capsules, and reading other
 libraries' capsules.
 

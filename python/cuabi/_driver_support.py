@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the generated :mod:`cuabi.driver` module calls.
 
 The generated module holds one small factory per entry point; the first time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lazily built ``IntEnum`` classes and constants for :mod:`cuabi.driver`."""
 
 from __future__ import annotations

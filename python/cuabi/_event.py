@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Events: points in a stream's work to wait for or time (record them with
 :meth:`cuabi.Stream.record`)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the generated family modules (:mod:`cuabi.nvrtc`, :mod:`cuabi.nvjitlink`,
 :mod:`cuabi.nvvm`, :mod:`cuabi.nvml`) call.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CUDA graphs: stream capture, instantiation, launch and update."""
 
 from __future__ import annotations

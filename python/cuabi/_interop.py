@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sharing device memory with other libraries: DLPack and ``__cuda_array_interface__``.
 
 Both directions are supported:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keeping Ctrl-C out of the few steps that must not be cut in half.
 
 Python raises ``KeyboardInterrupt`` from SIGINT's handler, which the main

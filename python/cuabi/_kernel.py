@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernels: a module's function, its parameter signature, its attributes
 (read and set) and its occupancy.
 

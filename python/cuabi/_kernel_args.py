@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernel parameter signatures, and how a launch packs the arguments.
 
 A launch hands libcuabi one packet (``cuabi_launch_packed``): the 32-byte

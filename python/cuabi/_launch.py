@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Launching kernels: :func:`cuabi.launch` (:class:`LaunchConfig` is in
 ``cuabi._launch_config``).
 

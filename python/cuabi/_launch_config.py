@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Launch geometry and launch attributes: :class:`LaunchConfig`.
 
 Kept apart from ``cuabi._launch`` so that the kernel's occupancy queries for

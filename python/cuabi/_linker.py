@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Linking device code with nvJitLink, through libcuabi's nvJitLink family.
 
 A :class:`Linker` collects inputs (LTO IR, PTX, cubin, fatbin, relocatable

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory: device, pinned-host and managed buffers, stream-ordered memory
 pools, typed device arrays (:class:`DeviceArray`), and copies between them.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory resources: one small protocol for code that allocates memory
 without caring which kind it gets.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loaded GPU code: modules (``cuModuleLoadDataEx``) and libraries (``cuLibraryLoadData``),
 and the kernels they hold."""
 

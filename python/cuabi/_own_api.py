@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libcuabi's own API, in Python terms: status, report, raw procedures,
 dynamic calls, and the exception for a failing status (:func:`raise_for`)."""
 

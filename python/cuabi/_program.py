@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compiling CUDA C++ at run time with NVRTC, through libcuabi's NVRTC family.
 
 :class:`Program` calls :mod:`cuabi.nvrtc`, so NVRTC is found as that module

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NVRTC options as typed fields: :class:`ProgramOptions`.
 
 ``Program.compile`` takes one of these or the plain list of option strings

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The base of every releasable object of the Pythonic layer, and its lifetime rules.
 
 * ``close()`` releases the driver object now; closing twice is harmless; any

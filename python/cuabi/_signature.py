@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libcuabi's signature letters (the JSON table's ``signature_letters``).
 
 One letter per parameter: ``i`` int32, ``I`` uint32, ``q`` int64, ``Q``

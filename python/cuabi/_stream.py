@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Streams, and what cuabi accepts wherever it takes a stream (:func:`stream_handle`)."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One description of any array's memory, host or device: :class:`StridedMemoryView`.
 
 A function that takes "an array" can take anything here: cuabi buffers and

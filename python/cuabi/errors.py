@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions raised by cuabi.
 
 Every failing driver call raises a subclass of :class:`CUDAError`; there is one

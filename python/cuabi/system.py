@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What ``nvidia-smi`` shows, for scripts: the GPUs, their memory, load,
 temperature, power and processes, and the driver's version, through NVML
 (:mod:`cuabi.nvml`, libcuabi's NVML family).

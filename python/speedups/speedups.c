@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi._cuabi_speedups - compiled fast paths for CPython.
  *

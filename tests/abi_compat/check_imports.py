@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A program built against release 1.0 (tests/abi_compat/old_program.c) imports what a
 program linked against the released library imports: libcuabi.so.1, and every symbol
 of the snapshot's CUABI_1.0 node (tests/fixtures/cuabi-1.0/abi.map) at version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program as it was built against release 1.0: compiled with the 1.0 headers
  * (tests/fixtures/cuabi-1.0/include, its compat cuda.h first) and linked with a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The ABI gate's own test: abi/check_abi.py must fail on every incompatible
 change and pass the compatible ones.
 

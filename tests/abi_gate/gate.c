@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gate.c - the miniature library of gate.h; see check_abi_gate.py. */
 #include "gate.h"
 

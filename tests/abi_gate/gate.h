@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gate.h - a miniature of cuabi's public header, for the ABI gate's own test
  * (check_abi_gate.py). Each GATE_* macro makes one change that the gate must

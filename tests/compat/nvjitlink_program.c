@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program written for NVIDIA's nvJitLink.h, unchanged: built against cuabi's compat
  * nvJitLink.h and linked with libcuabi alone (no libnvJitLink), it links a PTX module

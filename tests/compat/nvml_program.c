@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program written for NVIDIA's nvml.h, unchanged: built against cuabi's compat
  * nvml.h and linked with libcuabi alone (no libnvidia-ml), it lists the devices of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program written for NVIDIA's nvrtc.h, unchanged: built against cuabi's compat
  * nvrtc.h and linked with libcuabi alone (no libnvrtc), it compiles a kernel with

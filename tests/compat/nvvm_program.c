@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program written for NVIDIA's nvvm.h, unchanged: built against cuabi's compat
  * nvvm.h and linked with libcuabi alone (no libnvvm), it asks NVVM for its versions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A driver-API source built with -DCUDA_API_PER_THREAD_DEFAULT_STREAM against
  * the compat cuda.h: the toolkit's header would give this file the per-thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A plain CUDA driver-API program, written as such programs are: it includes
  * <cuda.h> and calls cuXxx. Built against include/cuabi/compat (no CUDA

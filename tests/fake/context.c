@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Devices, contexts, the per-thread context stack and primary contexts. */
 #include "fake_internal.h"
 

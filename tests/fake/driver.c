@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The fake driver's front door: settings, initialisation, error names and
  * cuGetProcAddress_v2 with per-symbol versions and statuses.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal declarations shared by the fake driver's source files. */
 #ifndef FAKE_INTERNAL_H
 #define FAKE_INTERNAL_H

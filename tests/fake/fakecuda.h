@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fakecuda.h - the test-facing interface of libfakecuda.so, the fake CUDA driver
  * that cuabi's tests load through CUABI_LIBCUDA.

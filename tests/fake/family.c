@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * family.c - the fake libraries of the families (README.md, "The families'
  * fakes"): libfakenvrtc.so, libfakenvjitlink.so, libfakenvvm.so and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The fake's kernels: host functions standing in for device code. A module
  * image names them (README.md); a launch runs the host function once, and it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Host-backed memory: a device pointer is the address of host memory the fake
  * allocated, so tests can look at it directly. Every allocation is registered;

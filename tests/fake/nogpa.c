@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libfakecuda_nogpa.so: a library that looks like a driver from before CUDA 12.0
  * (cuInit and cuDriverGetVersion, no cuGetProcAddress_v2), for the loading test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The registry of every handle the fake hands out. A handle is only ever
  * dereferenced after the registry says it is live, so a stale or invented

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Record mode (FAKECUDA_MODE=record): every entry point of the generated table
  * tests/generated/entry_points.h resolves to a libffi closure built from the

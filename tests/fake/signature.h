@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * signature.h - the signature strings of tests/generated/entry_points.h as
  * libffi types, for the fake's recording closures and the forwarder test.

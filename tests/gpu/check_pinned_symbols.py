@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """On a GPU: every pinned version makes the driver's cuGetProcAddress return exactly
 the symbol that code compiled against cuda.h links, in both stream modes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check that cuabi ends at the same driver function as cuda.bindings, entry point by entry point.
 
 Run on a GPU machine where cuda.bindings is installed, once per stream mode:

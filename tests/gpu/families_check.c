@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * families_check - cuabi's library families (NVRTC, nvJitLink, NVML) on a real GPU, run by
  * tests/gpu/run, and on the fakes by ctest (gpu.families_check_on_fakes):

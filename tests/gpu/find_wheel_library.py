@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """find_wheel_library.py NAME: the absolute path of NVIDIA's libNAME.so.13 (else .so.12) that a pip
 wheel installed (nvidia-cuda-nvrtc, nvidia-nvjitlink), for CUABI_LIBNVRTC / CUABI_LIBNVJITLINK.
 

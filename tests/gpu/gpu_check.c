@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The C library's checks against a real driver and GPU (run by tests/gpu/run on a GPU machine).
  *
  * 1. Loads the driver and resolves every entry point the way the forwarders do (its name,

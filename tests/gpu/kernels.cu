@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Kernels for the GPU tests and benchmarks of cuabi. Compiled to kernels.ptx with
 //   nvcc -ptx -arch=compute_80 -o kernels.ptx kernels.cu
 // (the PTX is committed so that the GPU tests need no compiler).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cuabi's compat headers of the library families (include/cuabi/compat/nvrtc.h,
 nvJitLink.h, nvvm.h, nvml.h) against NVIDIA's of the CUDA version CUABI_1.1 freezes
 (13.5's, fetched by tools/fetch_cuda_headers.py), for each family:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Header fidelity: cuabi's compat cuda.h compiles wherever the toolkit's own
 cuda.h compiles, next to every toolkit header that shares declarations with
 it, in both orders, as C and C++ of every standard, and as nvcc .cu files,

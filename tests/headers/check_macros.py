@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The macros a translation unit sees after `#include <cuda.h>` and
 `#include <cudaProfiler.h>` are the same with cuabi's compat headers as with
 the toolkit's, in C and C++, in legacy and per-thread default stream mode

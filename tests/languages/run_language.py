@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds and runs one language's example against an installed cuabi, as a user would.
 
 Each example (tests/languages/<lang>/) takes the PTX file saxpy.ptx, initialises CUDA,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * layout.h - one row per fact the layout test compares: the size and
  * alignment of every driver type, the offset and size of every field, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The layout table as cuabi's generated headers define it. */
 #include <stddef.h>
 #include <stdint.h>

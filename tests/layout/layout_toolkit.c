@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The layout table as the CUDA toolkit's own cuda.h and cudaProfiler.h
  * define it. Built with -include cuda.h -include cudaProfiler.h (see
  * tests/CMakeLists.txt); nothing of cuabi is included here. */

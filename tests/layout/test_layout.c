@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Layout: every driver type, field, enumerator and integer #define of cuabi's
  * headers has the size, alignment, offset or value that the CUDA toolkit's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installs the built library into a scratch prefix, then builds and runs a
 # small consumer twice: once found with find_package(cuabi CONFIG), once with
 # pkg-config. Run by ctest as a script (cmake -P), see tests/CMakeLists.txt.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Links libcuabi.so.1 through an installed package and asks the driver its version. */
 #include <cuabi.h>
 

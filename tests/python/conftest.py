@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared set-up for cuabi's Python tests.
 
 Libraries: ``CUABI_LIBRARY`` (libcuabi.so.1) and ``CUABI_LIBCUDA`` (the fake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A corpus of misuse: bad input and wrong use of the Pythonic layer and of
 cuabi.driver, each case run in a process of its own (see :func:`run_case`).
 

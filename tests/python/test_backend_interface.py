@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Both foreign-function backends implement the interface cuabi._backend_interface declares."""
 
 import inspect

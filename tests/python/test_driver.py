@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi.driver: the generated layer over every entry point."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The examples in examples/python run (SAXPY on the fake; all of them on a GPU)."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi.nvrtc, cuabi.nvjitlink, cuabi.nvvm and cuabi.nvml: the generated low-level
 modules of the library families, on the families' fake libraries (tests/fake/family.c).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The fast paths: kernel argument packing for every parameter code, and the
 one-output getters.  Every backend runs these; with the compiled speedups
 module (python/build_modules.py --compiled) they check that its C launcher and C

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python tables generated from include/cuabi/driver_api.json say what the JSON says:
 struct formats match its record layouts, own codes and own functions match its lists."""
 

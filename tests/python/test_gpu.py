@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests for a real GPU (CUABI_TEST_REAL_GPU=1): NVRTC-compiled kernels, a real
 graph, and interop with PyTorch and CuPy where they are installed."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Graphs: capture, instantiate, launch, update."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Import cost, backend selection and library search."""
 
 import os

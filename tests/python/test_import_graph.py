@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cuabi package's modules import each other without a cycle.
 
 Every import counts, including those inside functions (the lazy ones that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DLPack and __cuda_array_interface__, as producer and consumer."""
 
 import struct

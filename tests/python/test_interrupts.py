@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Ctrl-C at every point of an alloc/stream/event/launch/capture loop.
 
 A profile hook counts the calls and returns (of Python and C functions) of

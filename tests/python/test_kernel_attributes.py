@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Kernels: named attributes read and set, occupancy queries, from_handle.
 
 The exact numbers of the tests marked ``fake`` are those of the fake driver's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """No leaks: 100,000 allocate/free and create/destroy cycles return the fake driver's
 live counts to zero and keep the process's resident memory flat."""
 

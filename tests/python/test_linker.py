@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi.Linker over cuabi's nvJitLink family: inputs of every kind, options, the
 architecture, logs in errors; on the fake nvJitLink (tests/fake/family.c), and on
 the machine's own NVRTC and nvJitLink when it has them (no GPU needed to link)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device, pinned and managed buffers, copies, fills and memory pools."""
 
 import array

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory resources: MemoryPool, PinnedMemoryResource and ManagedMemoryResource behind one protocol."""
 
 import pytest

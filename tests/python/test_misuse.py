@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The misuse corpus (tests/python/misuse_corpus.py): bad input and wrong use,
 each case in a process of its own, checked for its outcome, crashes and leaks."""
 

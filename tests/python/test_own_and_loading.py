@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libcuabi's own API from Python, driver-loading failures and `python -m cuabi`."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The wheels: tags, contents, size, metadata; each installs into a fresh folder and works there."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NVRTC: Program/ObjectCode, loaded lazily; SAXPY compiled from CUDA C++ and run."""
 
 import struct

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stateful property tests: random sequences of create, use, copy, view,
 close, collect and thread hops over the Pythonic objects, on the fake driver.
 

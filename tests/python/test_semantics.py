@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The rules of issue 10 in process: which context a call uses, copying and
 pickling, views and close, capture and update results, compile options.
 (The misuse corpus runs the crashing reproducers in processes of their own.)"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """StridedMemoryView: host and device arrays described alike, strides in elements."""
 
 import array

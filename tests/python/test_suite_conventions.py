@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python tests follow the suite's conventions: each says in one line what it proves."""
 
 import ast

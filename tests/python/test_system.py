@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuabi.system: what nvidia-smi users check from scripts, over cuabi's NVML family;
 on the fake NVML (tests/fake/family.c), each case in an interpreter of its own."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Type checkers see cuabi's real types: mypy over examples/ and a typed usage file."""
 
 import ast

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cuabi from C: y = a*x + y with a PTX kernel (the fake driver runs its host kernel saxpy).
  * usage: saxpy PTX_FILE. Without a driver it prints the reason and exits with 3.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuabi from C++ (C++11 and later): y = a*x + y with a PTX kernel, through a small RAII
 // wrapper that turns a failing CUresult into an exception naming the code.
 // usage: saxpy PTX_FILE. Without a driver it prints the reason and exits with 3.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuabi from Java through JNA: y = a*x + y with a PTX kernel.
 // usage: java -cp jna.jar:. -Djna.library.path=<prefix>/lib Saxpy PTX_FILE
 // Without a driver it prints the reason and exits with 3.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- cuabi from LuaJIT through the cuabi module: y = a*x + y with a PTX kernel.
 -- usage: luajit saxpy.lua PTX_FILE. Without a driver it prints the reason and exits with 3.
 local cuabi = require("cuabi")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A small Node-API addon: cuabi_call() for JavaScript, so that a script can call any driver
  * entry point by the name, version and signature driver_api.json gives it. It needs no npm

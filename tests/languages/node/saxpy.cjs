@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuabi from Node.js through a Node-API addon around cuabi_call: every entry point is called
 // by the name, version and signature that driver_api.json gives it.
 // usage: node saxpy.cjs ADDON DRIVER_API_JSON PTX_FILE

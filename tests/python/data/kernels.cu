@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Source of kernels.ptx (regenerate with cuabi.Program(src).compile(arch="sm_75")).
 extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
 {

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a type checker must see of cuabi: real types, not Any.
 
 tests/python/test_types.py runs mypy over this file; each assert_type fails

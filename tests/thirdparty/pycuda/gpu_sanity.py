@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Check that a PyCUDA build starts on the GPU through the driver library it should use.
 
     gpu_sanity.py cuabi|libcuda

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run PyCUDA's own tests so that a crash or a time limit loses nothing, and compare two runs.
 
 ``run`` runs the given pytest files (in the current folder) with ``pytest -v`` and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A trimmed nvcc 13.0, from NVIDIA's wheels on PyPI, as one .tar.xz to carry to a GPU machine.
 
 PyCUDA compiles its kernels with nvcc (``.cu`` to cubin). A GPU machine without a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fetch PyCUDA's sdist from PyPI and build it, unchanged, against cuabi or libcuda.
 
 PyCUDA is configured the way its users configure it, with a ``siteconf.py``: for

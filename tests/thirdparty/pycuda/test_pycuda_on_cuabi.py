@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyCUDA, built unchanged against cuabi's compat header and -lcuabi, checked without a GPU.
 
 Run by ``tests/thirdparty/pycuda/run``, which builds PyCUDA and sets the environment:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced by run and prepare_gpu_carry: pycuda_venv PYTHON DIR makes (once) the
 # virtual environment PyCUDA is built and tested in, from requirements.txt, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! cuabi from Rust through the cuabi-sys crate: y = a*x + y with a PTX kernel.
 //! usage: saxpy PTX_FILE. Without a driver it prints the reason and exits with 3.
 use cuabi_sys::*;
