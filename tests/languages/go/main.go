@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+
 // cuabi from Go through the cuabi package (cgo): y = a*x + y with a PTX kernel.
 // usage: saxpy PTX_FILE. Without a driver it prints the reason and exits with 3.
 package main
