@@ -108,7 +108,8 @@ static void set_locked(int fd)
 
 /* Files opened for tracing stay open for the life of the process: a call in
  * flight may still be writing to one after a switch.  A path opened again
- * reuses its descriptor. */
+ * reuses its descriptor; a path that cannot be kept here (a ninth one, or one
+ * too long) is refused rather than opened, so that no descriptor is lost. */
 static struct {
     char path[512];
     int fd;
@@ -122,8 +123,16 @@ static int open_locked(const char *path)
     for (unsigned i = 0; i < file_count; i++)
         if (strcmp(files[i].path, path) == 0)
             return files[i].fd;
+    if (strlen(path) >= sizeof files[0].path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (file_count == sizeof files / sizeof files[0]) {
+        errno = EMFILE;
+        return -1;
+    }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0 && file_count < sizeof files / sizeof files[0] && strlen(path) < sizeof files[0].path) {
+    if (fd >= 0) {
         strcpy(files[file_count].path, path);
         files[file_count++].fd = fd;
     }

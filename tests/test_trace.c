@@ -23,6 +23,8 @@
 #include <cuabi/nvrtc.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -97,6 +99,15 @@ static __attribute__((noinline)) unsigned jit_version(void)
     nvJitLinkResult rc = cuabi_nvJitLinkVersion(&major, &minor);
     assert_int_equal(rc, NVJITLINK_SUCCESS);
     return major * 1000 + minor * 10;
+}
+
+/* How many descriptors this process has open. */
+static int open_descriptors(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        n += fcntl(fd, F_GETFD) != -1;
+    return n;
 }
 
 static void test_lines(void **state)
@@ -201,6 +212,33 @@ static void test_lines(void **state)
     assert_false(returned_into_this_program());
     check_cu(cuabi_trace_stop());
     assert_true(strlen(read_trace()) > before);
+
+    /* At most 8 distinct files per process: a further one is refused without
+     * opening it (no descriptor lost, however often it is tried), and a path
+     * already kept still serves. */
+    char dir[] = "/tmp/cuabi-trace-files-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    unsigned accepted = 0;
+    CUresult refused = CUDA_SUCCESS;
+    for (unsigned i = 0; i < 9 && refused == CUDA_SUCCESS; i++) {
+        snprintf(path, sizeof path, "%s/%u.log", dir, i);
+        refused = cuabi_trace_start(path);
+        accepted += refused == CUDA_SUCCESS;
+    }
+    assert_cu(CUDA_ERROR_OPERATING_SYSTEM, refused);
+    assert_in_range(accepted, 1, 7); /* trace_file() holds one of the 8 */
+    assert_int_equal(access(path, F_OK), -1);
+    int fds_before = open_descriptors();
+    for (int i = 0; i < 20; i++)
+        assert_cu(CUDA_ERROR_OPERATING_SYSTEM, cuabi_trace_start(path));
+    assert_int_equal(open_descriptors(), fds_before);
+    check_cu(cuabi_trace_start(trace_file()));
+    check_cu(cuabi_trace_stop());
+    for (unsigned i = 0; i < accepted; i++) {
+        snprintf(path, sizeof path, "%s/%u.log", dir, i);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* ---- threads -------------------------------------------------------------------- */
