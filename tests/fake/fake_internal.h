@@ -64,6 +64,8 @@ void *fake_object_new(enum fake_kind kind, size_t size, struct fake_context *own
 void fake_object_delete(void *object);
 /* Whether p is a live object of that kind. Caller holds the lock. */
 int fake_object_valid(const void *p, enum fake_kind kind);
+/* Calls visit(object, arg) for every live object of one kind. Caller holds the lock. */
+void fake_object_each(enum fake_kind kind, void (*visit)(void *object, void *arg), void *arg);
 /* Deletes every object owned by ctx (not ctx itself). Caller holds the lock. */
 void fake_object_delete_owned_by(struct fake_context *ctx);
 uint64_t fake_object_count(enum fake_kind kind);
@@ -131,6 +133,13 @@ struct fake_kernel;
 CUresult fake_check_stream(CUstream s, struct fake_stream **out);
 /* Whether work issued to s is captured rather than run. */
 int fake_stream_capturing(const struct fake_stream *s);
+/* The driver's rule for "potentially unsafe" calls (cuMemAlloc, cuMemFree and
+ * the like) while streams capture: refused when the calling thread captures in
+ * a mode other than relaxed, or when its own mode (cuThreadExchangeStreamCaptureMode)
+ * is global and another thread captures in global mode. A refused call answers
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the captures that forbade
+ * it, as the real driver does. Takes the lock. */
+CUresult fake_capture_allows_unsafe_call(void);
 
 /* Operations that can be captured into a graph (FAKE_OP_EMPTY: an empty
  * node, cuGraphAddEmptyNode). */

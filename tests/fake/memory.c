@@ -169,7 +169,8 @@ FAKE_EXPORT uint64_t fakecuda_live_allocations(void)
     return n;
 }
 
-/* Allocation entry points share: lock, require a context, allocate, unlock. */
+/* Allocation entry points share: lock, require a context, allocate, unlock.
+ * Like every synchronous allocation, they are unsafe during stream capture. */
 static CUresult allocate(enum fake_memory_kind kind, size_t size, void **out)
 {
     struct fake_context *ctx;
@@ -178,6 +179,8 @@ static CUresult allocate(enum fake_memory_kind kind, size_t size, void **out)
         return CUDA_ERROR_INVALID_VALUE;
     fake_lock();
     CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_capture_allows_unsafe_call();
     if (r == CUDA_SUCCESS)
         r = allocation_new(kind, size, ctx, ctx->device, NULL, &a);
     if (r == CUDA_SUCCESS)
@@ -233,6 +236,8 @@ static CUresult free_kind(uintptr_t p, enum fake_memory_kind kind)
     struct fake_context *ctx;
     fake_lock();
     CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_capture_allows_unsafe_call(); /* synchronous frees are unsafe during capture */
     if (r == CUDA_SUCCESS) {
         struct fake_allocation *a = find_base(p, kind);
         /* cuMemFree also frees managed memory, and stream-ordered allocations

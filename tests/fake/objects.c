@@ -43,6 +43,13 @@ int fake_object_valid(const void *p, enum fake_kind kind)
     return 0;
 }
 
+void fake_object_each(enum fake_kind kind, void (*visit)(void *object, void *arg), void *arg)
+{
+    for (struct fake_object *o = objects; o != NULL; o = o->next)
+        if (o->kind == kind)
+            visit(o, arg);
+}
+
 void fake_object_delete(void *object)
 {
     struct fake_object *o = object;

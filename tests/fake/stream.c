@@ -16,6 +16,7 @@
  */
 #include "fake_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,7 +30,12 @@ struct fake_stream {
     unsigned long long id;
     struct fake_graph *capture;  /* graph being captured into, or NULL */
     int capture_invalidated;
+    CUstreamCaptureMode capture_mode; /* while capturing: the mode it began with */
+    pthread_t capture_thread;         /* and the thread that began it */
 };
+
+/* This thread's capture mode for unsafe calls (cuThreadExchangeStreamCaptureMode). */
+static _Thread_local CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 struct fake_event {
     struct fake_object obj;
@@ -451,6 +457,8 @@ static CUresult fake_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode 
     } else {
         s->capture = graph_new();
         s->capture_invalidated = 0;
+        s->capture_mode = mode;
+        s->capture_thread = pthread_self();
         if (s->capture == NULL)
             r = CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -468,6 +476,10 @@ static CUresult fake_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
         return r;
     if (s == NULL || s->capture == NULL) {
         r = CUDA_ERROR_ILLEGAL_STATE;
+    } else if (s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+               !pthread_equal(s->capture_thread, pthread_self())) {
+        fake_unlock(); /* a global or thread-local capture ends in the thread that began it */
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     } else if (s->capture_invalidated) {
         fake_object_delete(s->capture);
         *phGraph = NULL;
@@ -479,6 +491,46 @@ static CUresult fake_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
         s->capture = NULL;
     fake_unlock();
     return r;
+}
+
+struct unsafe_call_check {
+    pthread_t self;
+    int refused;
+};
+
+static void forbid_if_capturing(void *object, void *arg)
+{
+    struct fake_stream *s = object;
+    struct unsafe_call_check *c = arg;
+    if (s->capture == NULL)
+        return;
+    int own = pthread_equal(s->capture_thread, c->self);
+    if ((own && s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+        (!own && s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+         thread_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+        s->capture_invalidated = 1;
+        c->refused = 1;
+    }
+}
+
+CUresult fake_capture_allows_unsafe_call(void)
+{
+    struct unsafe_call_check c = {pthread_self(), 0};
+    fake_lock();
+    fake_object_each(FAKE_STREAM, forbid_if_capturing, &c);
+    fake_unlock();
+    return c.refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+static CUresult fake_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    if (mode == NULL || (int)*mode < (int)CU_STREAM_CAPTURE_MODE_GLOBAL ||
+        (int)*mode > (int)CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
@@ -1035,6 +1087,7 @@ const struct fake_impl fake_impls_stream[] = {
     FAKE_IMPL("cuLaunchHostFunc", 13010, fake_cuLaunchHostFunc_v2),
     FAKE_IMPL_PT("cuLaunchHostFunc", 13010, fake_cuLaunchHostFunc_v2),
     FAKE_IMPL("cuStreamBeginCapture", 10010, fake_cuStreamBeginCapture),
+    FAKE_IMPL("cuThreadExchangeStreamCaptureMode", 10010, fake_cuThreadExchangeStreamCaptureMode),
     FAKE_IMPL_PT("cuStreamBeginCapture", 10010, fake_cuStreamBeginCapture),
     FAKE_IMPL("cuStreamEndCapture", 10000, fake_cuStreamEndCapture),
     FAKE_IMPL_PT("cuStreamEndCapture", 10000, fake_cuStreamEndCapture),

@@ -67,8 +67,8 @@ def test_instantiated_graph_replays(captured):
 def test_closed_graphs_refuse_use(saxpy):
     """A closed GraphExec cannot launch (closing twice is fine), a closed Graph cannot instantiate."""
     s = cuabi.Stream()
+    b = cuabi.DeviceBuffer(16)
     with cuabi.Graph.capture(s) as cap:
-        b = cuabi.DeviceBuffer(16)
         cuabi.launch(s, cuabi.LaunchConfig(1, 4), saxpy, 1.0, b, b, 4)
     ge = cap.graph.instantiate()
     ge.close()
@@ -186,3 +186,24 @@ def _one_empty_node():
     g = cuabi.Graph()
     g.add_empty_node()
     return g
+
+
+@pytest.mark.parametrize("mode", ["global", "thread_local"])
+def test_allocating_during_capture_is_refused_and_ends_the_capture(mode):
+    """cuMemAlloc is unsafe while the thread captures (global and thread-local modes): the
+    driver refuses it and invalidates the capture, so the block raises and no graph is kept."""
+    s = cuabi.Stream()
+    with pytest.raises(cuabi.errors.StreamCaptureUnsupportedError, match="cuMemAlloc"):
+        with cuabi.Graph.capture(s, mode):
+            cuabi.DeviceBuffer(16)
+    assert cuabi.driver.cuStreamIsCapturing(s.handle) == 0  # CU_STREAM_CAPTURE_STATUS_NONE
+    cuabi.DeviceBuffer(16).close()  # allowed again once the capture is over
+
+
+def test_allocating_during_relaxed_capture_is_allowed():
+    """A relaxed capture leaves unsafe calls allowed."""
+    s = cuabi.Stream()
+    with cuabi.Graph.capture(s, "relaxed") as cap:
+        b = cuabi.DeviceBuffer(16)
+    b.close()
+    cap.graph.instantiate().close()
