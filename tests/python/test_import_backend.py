@@ -157,7 +157,8 @@ def test_library_not_found_without_the_bundled_copy(tmp_path):
         except cuabi.LibraryNotFoundError as e:
             print("NOTFOUND", [k for k, _r in e.tried])
             print(e)
-    """, env={"PYTHONPATH": str(tmp_path)}, drop=("CUABI_LIBRARY",))
+    """, env={"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
+        drop=("CUABI_LIBRARY",))  # the copy first; the caller's path still finds cffi where it lives
     assert rc == 0, err
     if "LOADED" in out:
         pytest.skip("a libcuabi.so.1 is installed system-wide: %s" % out)
