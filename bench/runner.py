@@ -250,12 +250,14 @@ WHEEL_TIERS = {  # wheel kind -> the contenders it serves, and the backend each 
 }
 
 
-def use_wheels(setup, wheels):
+def use_wheels(setup, wheels, find_links=None):
     """--wheel: the cuabi contenders import an installed wheel instead of the
     source tree.  Each wheel goes into its own venv (with the system's
     site-packages, so the anchors and cffi are the same), and the contenders
     of its tier run that venv's interpreter with the wheel's own libcuabi.
-    Returns notes for the report."""
+    ``find_links`` (--find-links): a folder of wheels the venvs install the
+    wheel's declared dependencies (cffi) from, offline, for an interpreter
+    that lacks them.  Returns notes for the report."""
     notes = []
     for wheel in wheels:
         wheel = os.path.abspath(wheel)
@@ -268,7 +270,8 @@ def use_wheels(setup, wheels):
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([setup.python, "-m", "venv", "--system-site-packages", venv], check=True)
         python = os.path.join(venv, "bin", "python")
-        proc = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
+        deps = ["--no-index", "--find-links", os.path.abspath(find_links)] if find_links else ["--no-deps"]
+        proc = subprocess.run([python, "-m", "pip", "install", "--quiet", *deps,
                                "--force-reinstall", "--disable-pip-version-check", wheel],
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -818,6 +821,9 @@ def parse_args(argv):
                    help="measure cuabi as installed from this wheel (repeatable: the cp310-abi3 "
                         "wheel serves the compiled tier, the py3-none one cffi's ABI mode and "
                         "ctypes), each in a venv under OUT/venvs, instead of the source tree")
+    p.add_argument("--find-links", metavar="DIR",
+                   help="with --wheel: install the wheels' dependencies (cffi) into the venvs "
+                        "from the wheels in DIR, offline, instead of using the system's")
     p.add_argument("--fake", nargs="?", const="auto", metavar="LIBCUDA",
                    help="self-test on the test suite's fake driver (default "
                         "build/tests/sysdriver/libcuda.so.1); the numbers mean nothing")
@@ -881,7 +887,7 @@ def main(argv):
     if cffi_note:
         log(cffi_note)
     if args.wheel:
-        cffi_note = "; ".join(use_wheels(setup, args.wheel))
+        cffi_note = "; ".join(use_wheels(setup, args.wheel, args.find_links))
         log(cffi_note)
     gpu, no_gpu = probe_gpu(setup, binaries)
     if gpu:

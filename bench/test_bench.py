@@ -294,3 +294,28 @@ def test_wheel_option_measures_the_installed_package(tmp_path, monkeypatch):
     assert ops.CONTENDER["cuabi_cffi"].python is None  # no abi3 wheel given: the source tree's
     with pytest.raises(SystemExit, match="not an existing cuabi wheel"):
         runner.use_wheels(setup, [str(tmp_path / "cuabi-1.0.0-cp311-cp311-linux_x86_64.whl")])
+
+
+def test_find_links_installs_the_wheels_dependencies_offline(tmp_path, monkeypatch):
+    """--find-links DIR: the venv's pip takes the wheel's dependencies from DIR with no index
+    (a GPU machine without network or cffi); without it, --no-deps and the system's cffi."""
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        if cmd[1:3] == ["-m", "venv"]:
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        raise SystemExit("stop after pip")  # the pip call is all this test looks at
+
+    monkeypatch.setattr(runner.subprocess, "run", fake_run)
+    setup = runner.Setup(runner.parse_args(["--out", str(tmp_path / "out")]))
+    wheel = tmp_path / "cuabi-1.1.0-py3-none-manylinux_2_17_x86_64.whl"
+    wheel.write_bytes(b"")
+    for links, expected in ((str(tmp_path), ["--no-index", "--find-links", str(tmp_path)]),
+                            (None, ["--no-deps"])):
+        calls.clear()
+        with pytest.raises(SystemExit, match="stop after pip"):
+            runner.use_wheels(setup, [str(wheel)], links)
+        pip = calls[-1]
+        assert pip[1:4] == ["-m", "pip", "install"]
+        assert pip[5:5 + len(expected)] == expected, pip
