@@ -400,6 +400,11 @@ SHORT = {"ctx_get_current": "ctx get\ncurrent", "device_get_attribute": "device\
          "d2h_256m_pageable": "D2H\npageable", "d2d_256m": "D2D"}
 
 
+# One colour per contender, in ops.CONTENDERS' order (a test checks there are enough).
+PALETTE = ["#222222", "#777777", "#d62728", "#ff9896", "#1f77b4", "#17becf", "#2ca02c",
+           "#9467bd", "#ff7f0e", "#8c564b"]
+
+
 def chart(results, path):
     """Writes the PNG; returns None, or why there is no chart."""
     try:
@@ -409,8 +414,7 @@ def chart(results, path):
     except ImportError:
         return "matplotlib is not installed"
     names = [c.name for c in ops.CONTENDERS]
-    colors = dict(zip(names, ["#222222", "#777777", "#d62728", "#ff9896", "#1f77b4",
-                              "#17becf", "#2ca02c", "#9467bd", "#ff7f0e"]))
+    colors = dict(zip(names, PALETTE))
     panels = [p for p in CHART_PANELS if any(median(results, o, c) for o in p[2] for c in names)]
     has_startup = any(startup_median(results, c, "ready_ns") for c in names)
     count = len(panels) + (1 if has_startup else 0)

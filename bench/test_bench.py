@@ -319,3 +319,9 @@ def test_find_links_installs_the_wheels_dependencies_offline(tmp_path, monkeypat
         pip = calls[-1]
         assert pip[1:4] == ["-m", "pip", "install"]
         assert pip[5:5 + len(expected)] == expected, pip
+
+
+def test_the_chart_has_a_colour_for_every_contender():
+    """A contender without a colour made the chart (and the report after it) fail on the GPU."""
+    assert len(report.PALETTE) >= len(ops.CONTENDERS)
+    assert len(set(report.PALETTE)) == len(report.PALETTE)

@@ -190,8 +190,7 @@ def _one_empty_node():
 
 @pytest.mark.parametrize("mode", ["global", "thread_local"])
 def test_allocating_during_capture_is_refused_and_ends_the_capture(mode):
-    """cuMemAlloc is unsafe while the thread captures (global and thread-local modes): the
-    driver refuses it and invalidates the capture, so the block raises and no graph is kept."""
+    """cuMemAlloc in a global or thread-local capture is refused and the capture is dropped."""
     s = cuabi.Stream()
     with pytest.raises(cuabi.errors.StreamCaptureUnsupportedError, match="cuMemAlloc"):
         with cuabi.Graph.capture(s, mode):
