@@ -525,7 +525,8 @@ _PY_VALUE = {"f": "float", "d": "float"}
 
 
 def _stub_function(ep):
-    """One ``def`` of driver.pyi: the wrapper's parameters and result, typed."""
+    """One ``def`` of a stub (driver.pyi, a family's .pyi): the wrapper's
+    parameters and result, typed."""
     params = classify(ep)
     args = []
     for kind, letter, p in params:
@@ -551,7 +552,20 @@ def _stub_function(ep):
         else:
             rets.append(_PY_VALUE.get(letter, "int"))
     ret = "None" if not rets else rets[0] if len(rets) == 1 else "Tuple[%s]" % ", ".join(rets)
+    if ep.get("returns", {}).get("code") == "p":  # a family function returning a string
+        ret = "Optional[str]"
     return "def %s(%s) -> %s: ..." % (ep["name"], ", ".join(args), ret)
+
+
+_STUB_TYPES = ["from typing import Any, List, Optional, Tuple, Union",
+               "",
+               "# a pointer or handle argument: an int, None, a cuabi object, another",
+               "# library's array, a str or any buffer (see cuabi._address.address)",
+               "_Address = Union[int, None, object]",
+               "_CString = Union[str, bytes, int, None]",
+               "# a struct passed by value: its members as a tuple, or its bytes",
+               "_Struct = Union[Tuple[Any, ...], bytes, bytearray]",
+               ""]
 
 
 def gen_driver_stub(table):
@@ -559,16 +573,7 @@ def gen_driver_stub(table):
     builds its functions on first use, behind a module __getattr__)."""
     lines = ["# " + HEADER, "# " + SPDX,
              '"""Types of :mod:`cuabi.driver` for type checkers (see driver.py)."""',
-             "",
-             "from typing import Any, List, Optional, Tuple, Union",
-             "",
-             "# a pointer or handle argument: an int, None, a cuabi object, another",
-             "# library's array, a str or any buffer (see cuabi._address.address)",
-             "_Address = Union[int, None, object]",
-             "_CString = Union[str, bytes, int, None]",
-             "# a struct passed by value: its members as a tuple, or its bytes",
-             "_Struct = Union[Tuple[Any, ...], bytes, bytearray]",
-             "",
+             ""] + _STUB_TYPES + [
              "CUDA_HEADERS_VERSION: int",
              "",
              "def entry_points() -> List[str]: ...",
@@ -954,6 +959,30 @@ def gen_family(fam):
     return "\n".join(parts)
 
 
+def gen_family_stub(fam):
+    """A family module's .pyi: its functions typed as driver.pyi's are, and the
+    loading functions every family module has."""
+    module = FAMILY_MODULES[fam["key"]]
+    lines = ["# " + HEADER, "# " + SPDX,
+             '"""Types of :mod:`cuabi.%s` for type checkers (see %s.py)."""' % (module, module),
+             ""] + _STUB_TYPES + [
+             "FAMILY: str",
+             "CUDA_HEADERS_VERSION: int",
+             "",
+             "def load_library(path: Optional[str] = None) -> str: ...",
+             "def library_status() -> int: ...",
+             "def library_report() -> str: ...",
+             "def library_path() -> Optional[str]: ...",
+             "def entry_points() -> List[str]: ...",
+             "",
+             "# enum classes, their members and the header's constants",
+             "def __getattr__(name: str) -> Any: ...",
+             ""]
+    for ep in sorted(fam["functions"], key=lambda e: e["name"]):
+        lines.append(_stub_function(ep))
+    return "\n".join(lines) + "\n"
+
+
 # The NVML records cuabi.system reads; generation fails if the table lacks one.
 FAMILY_RECORDS = {"nvml": ("nvmlMemory_t", "nvmlMemory_v2_t", "nvmlProcessInfo_t", "nvmlUtilization_t")}
 
@@ -1025,6 +1054,7 @@ def main(argv=None):
                OUT_FAMILY_CDEF: gen_family_cdef(table), OUT_FAMILY_TABLES: gen_family_tables(table)}
     for fam in _families(table):
         outputs[os.path.join(HERE, "cuabi", FAMILY_MODULES[fam["key"]] + ".py")] = gen_family(fam)
+        outputs[os.path.join(HERE, "cuabi", FAMILY_MODULES[fam["key"]] + ".pyi")] = gen_family_stub(fam)
     stale = []
     for path, text in outputs.items():
         old = None

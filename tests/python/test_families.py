@@ -327,3 +327,22 @@ def test_pathfinder_failure_is_in_the_error(tmp_path):
     assert rc == 0, err
     assert "cuabi 1.1" in out and "loading NVVM" in out
     assert "(Python layer) cuda.pathfinder: DynamicLibNotFoundError: no wheel has nvvm" in out
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_stub_types_every_function_as_the_module_defines_it(family):
+    """The family's .pyi declares each of its functions with the wrapper's parameters."""
+    import ast
+    import importlib
+    import inspect
+
+    module = importlib.import_module("cuabi." + family)
+    with open(os.path.splitext(module.__file__)[0] + ".pyi") as f:
+        stub = {node.name: [a.arg for a in node.args.args]
+                for node in ast.parse(f.read()).body if isinstance(node, ast.FunctionDef)}
+    loading = {"load_library", "library_status", "library_report", "library_path", "entry_points",
+               "__getattr__"}
+    assert loading <= set(stub)
+    assert set(stub) - loading == set(module.entry_points())
+    for name in module.entry_points():
+        assert stub[name] == list(inspect.signature(getattr(module, name)).parameters), name
