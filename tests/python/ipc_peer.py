@@ -10,6 +10,10 @@ buffer, and then, by MODE:
 * ``write``: reads the buffer (the parent filled it with ``expect``), writes
   ``pattern`` into it on a stream, records the imported event after the
   write, and reports; waits for the parent's "done" before closing.
+* ``kernel`` (GPU only): compiles SLOW_FILL with NVRTC, launches it on the
+  buffer (it spins first, so the write lands well after the launch
+  returns), records the imported event after it, and reports at once: only
+  the event tells the parent when the data is there;
 * ``misuse``: tries what must be refused in an importing process and reports
   each error message.
 
@@ -44,6 +48,37 @@ def write(pool, buf, job, report):
     s.record(ev)
     report({"read": before, "recorded": True, "ptr": buf.ptr, "event_timing": ev.timing})
     return [ev, s]
+
+
+# Spins for `spin` clock cycles, then writes p[i] = expected(i) (see expected()).
+SLOW_FILL = r'''
+extern "C" __global__ void slow_fill(unsigned *p, long long n, long long spin)
+{
+    long long start = clock64();
+    while (clock64() - start < spin) { }
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) p[i] = (unsigned)(i * 2654435761u) ^ 0x5a5a5a5au;
+}
+'''
+
+
+def expected(n):
+    """What slow_fill writes into n 32-bit words."""
+    import array
+
+    return array.array("I", [((i * 2654435761) & 0xFFFFFFFF) ^ 0x5A5A5A5A for i in range(n)]).tobytes()
+
+
+def kernel(pool, buf, job, report):
+    mod = cuabi.Program(SLOW_FILL).compile().load()
+    k = mod.get_kernel("slow_fill", "pqq")
+    ev = cuabi.Event.from_ipc_handle(job["event"])
+    s = cuabi.Stream()
+    n = buf.size // 4
+    cuabi.launch(s, cuabi.LaunchConfig((n + 255) // 256, 256), k, buf, n, job["spin"])
+    s.record(ev)
+    report({"recorded": True, "done_at_report": ev.query()})
+    return [ev, s, mod]
 
 
 def misuse(pool, buf, job, report):
@@ -136,7 +171,7 @@ def main():
         pool = cuabi.MemoryPool.import_fd(fd)
         os.close(fd)  # the pool keeps what it needs
         buf = pool.import_buffer(job["buffer"])
-        keep = {"write": write, "misuse": misuse}[mode](pool, buf, job, report)
+        keep = {"write": write, "kernel": kernel, "misuse": misuse}[mode](pool, buf, job, report)
         sock.recv(16)  # the parent's "done": it no longer needs this process's side
         del keep
         if not pool.closed:

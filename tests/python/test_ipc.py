@@ -30,6 +30,7 @@ def shared(ctx):
     pool = cuabi.MemoryPool(ipc=True)
     buf = pool.allocate(4096)
     buf.fill(0x11)
+    d.cuCtxSynchronize()  # an importer must not touch memory before its allocation and fill are done
     ev = cuabi.Event(interprocess=True)
     yield pool, buf, ev
     buf.close()
