@@ -137,37 +137,38 @@ class IpcEventHandle(_Exported):
         return "<cuabi.IpcEventHandle from pid %d>" % self.pid
 
 
-def send_fd(sock: socket.socket, fd: int, message: bytes = b"fd") -> None:
-    """Send the file descriptor ``fd`` (with ``message``, at least one byte)
-    over the Unix socket ``sock`` (``SCM_RIGHTS``): the receiver gets its own
-    descriptor for the same open file.  ``fd`` stays open here; close it when
-    no longer needed."""
+_MARK = b"F"  # the one byte that carries a descriptor
+
+
+def send_fd(sock: socket.socket, fd: int) -> None:
+    """Send the file descriptor ``fd`` over the Unix socket ``sock``
+    (``SCM_RIGHTS``, on one byte of data): the receiver (:func:`recv_fd`)
+    gets its own descriptor for the same open file.  ``fd`` stays open here;
+    close it when no longer needed.  Anything else the other process needs
+    (descriptors of buffers, event handles) travels as ordinary data, before
+    or after."""
     if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
         raise ValueError("fd must be a non-negative int, got %r" % (fd,))
-    message = bytes(message)
-    if not message:
-        raise ValueError("message must hold at least one byte (an empty one cannot carry the descriptor)")
     if sock.family != socket.AF_UNIX:
         raise ValueError("file descriptors travel over Unix sockets only (socket.socketpair(), AF_UNIX)")
-    sock.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    sock.sendmsg([_MARK], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
 
 
-def recv_fd(sock: socket.socket, maxsize: int = 4096) -> Tuple[int, bytes]:
+def recv_fd(sock: socket.socket) -> int:
     """Receive one file descriptor sent with :func:`send_fd` on the Unix socket
-    ``sock``: ``(fd, message)``.  The descriptor is the caller's to close
+    ``sock``.  It reads exactly the one byte :func:`send_fd` sent, so data sent
+    after it stays in the socket.  The descriptor is the caller's to close
     (``os.close``)."""
     fds = array.array("i")
-    msg, ancdata, _flags, _addr = sock.recvmsg(maxsize, socket.CMSG_LEN(fds.itemsize))
-    received = []
+    msg, ancdata, _flags, _addr = sock.recvmsg(1, socket.CMSG_SPACE(fds.itemsize))
     for level, kind, data in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            whole = len(data) - len(data) % fds.itemsize
-            fds.frombytes(data[:whole])
-            received.extend(fds)
-    if not received:
-        if not msg:
-            raise EOFError("the other end closed the socket before sending a file descriptor")
-        raise ValueError("a message of %d bytes arrived without a file descriptor" % len(msg))
-    for extra in received[1:]:
-        os.close(extra)
-    return received[0], msg
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if not msg:
+        raise EOFError("the other end closed the socket before sending a file descriptor")
+    if msg != _MARK or len(fds) != 1:
+        for extra in fds:
+            os.close(extra)
+        raise ValueError("expected a file descriptor sent with cuabi.send_fd, got %r with %d descriptor(s)"
+                         % (msg, len(fds)))
+    return fds[0]

@@ -114,7 +114,7 @@ class Peer:
         self.sock.settimeout(120)
 
     def send(self, pool_fd, job):
-        cuabi.send_fd(self.sock, pool_fd, b"pool")
+        cuabi.send_fd(self.sock, pool_fd)
         data = pickle.dumps(job)
         self.sock.sendall(len(data).to_bytes(4, "little") + data)
 
@@ -145,6 +145,14 @@ class Peer:
         return last
 
 
+def run_example(pythonpath):
+    """Run examples/python/ipc.py (it starts its own child process): (returncode, output)."""
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python", "ipc.py")
+    p = subprocess.run([sys.executable, example], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=pythonpath), timeout=300)
+    return p.returncode, p.stdout + p.stderr
+
+
 def _exactly(sock, n):
     data = b""
     while len(data) < n:
@@ -164,8 +172,7 @@ def main():
         sock.sendall(len(data).to_bytes(4, "little") + data)
 
     try:
-        fd, msg = cuabi.recv_fd(sock, 4)
-        assert msg == b"pool", msg
+        fd = cuabi.recv_fd(sock)
         job = pickle.loads(_exactly(sock, int.from_bytes(_exactly(sock, 4), "little")))
         cuabi.Device(0).set_current()
         pool = cuabi.MemoryPool.import_fd(fd)

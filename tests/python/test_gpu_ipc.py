@@ -12,7 +12,7 @@ import cuabi
 from conftest import subprocess_pythonpath
 from cuabi import driver as d
 from cuabi.errors import CUDAError
-from ipc_peer import Peer, expected
+from ipc_peer import Peer, expected, run_example
 
 pytestmark = pytest.mark.gpu
 
@@ -86,7 +86,7 @@ def test_gpu_importer_misuse_and_reimport(gpu):
     pool, buf, ev = _share(4096, 0x11)
     peer = _start("misuse", pool, {"buffer": buf.ipc_descriptor(), "event": None, "pattern": b""})
     got = peer.report()
-    assert got["twice"].startswith("ValueError: this buffer was already imported into this pool")
+    assert "ValueError: this buffer was already imported into this pool" in str(got["twice"])
     assert got["allocate"].startswith("ValueError: an imported MemoryPool does not allocate")
     assert got["again_size"] == 4096 and got["again_bytes"] == b"\x11" * 8
     assert got["again_closed_with_pool"] is True
@@ -108,3 +108,9 @@ def test_gpu_driver_refuses_exports_of_plain_pools(gpu):
         d.cuIpcGetEventHandle(bytearray(64), local.handle)
     b.close()
     plain.close()
+
+
+def test_gpu_two_process_example():
+    """examples/python/ipc.py runs on the GPU: the child's write reaches the parent through the IPC event."""
+    rc, out = run_example(subprocess_pythonpath())
+    assert rc == 0 and "the parent read what the child wrote: OK" in out, out
