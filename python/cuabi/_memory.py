@@ -1010,15 +1010,21 @@ class MemoryPool(Resource):
             self.release_threshold = release_threshold
 
     @classmethod
+    def _bare(cls, ctx: Any, owned: bool, ipc: str) -> "MemoryPool":
+        """A pool object of ``ctx``'s device without its handle yet (set by the caller)."""
+        self = cls.__new__(cls)
+        Resource.__init__(self)
+        self._owned = owned
+        self._device = ctx.device
+        self._ipc = ipc
+        self._imports = {} if ipc == "imported" else None
+        return self
+
+    @classmethod
     def default(cls, device=None) -> "MemoryPool":
         """The device's default pool (owned by the driver)."""
         ctx = current_context(device)
-        self = cls.__new__(cls)
-        Resource.__init__(self)
-        self._owned = False
-        self._device = ctx.device
-        self._ipc = ""
-        self._imports = None
+        self = cls._bare(ctx, False, "")
         with deferred():
             self._h = _d.cuDeviceGetDefaultMemPool(ctx.device.handle)
             ctx._adopt(self)
@@ -1059,12 +1065,7 @@ class MemoryPool(Resource):
         if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
             raise ValueError("fd must be a file descriptor (a non-negative int), got %r" % (fd,))
         ctx = current_context(device)
-        self = cls.__new__(cls)
-        Resource.__init__(self)
-        self._owned = True
-        self._device = ctx.device
-        self._ipc = "imported"
-        self._imports = {}
+        self = cls._bare(ctx, True, "imported")
         with deferred(), ctx._pushed():
             self._h = _d.cuMemPoolImportFromShareableHandle(fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
             ctx._adopt(self)

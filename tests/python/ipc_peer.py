@@ -125,15 +125,12 @@ class Peer:
         return d
 
     def _exactly(self, n):
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                self.proc.wait(timeout=60)
-                raise AssertionError("the peer process ended early (%r):\n%s"
-                                     % (self.proc.returncode, self.proc.stderr.read().decode()))
-            data += chunk
-        return data
+        try:
+            return _exactly(self.sock, n)
+        except EOFError:
+            self.proc.wait(timeout=60)
+            raise AssertionError("the peer process ended early (%r):\n%s"
+                                 % (self.proc.returncode, self.proc.stderr.read().decode())) from None
 
     def finish(self):
         """Tell the peer that the test is done with it; its last report, and its exit status 0."""
@@ -158,7 +155,7 @@ def _exactly(sock, n):
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
-            raise EOFError("the test process closed the socket")
+            raise EOFError("the other process closed the socket")
         data += chunk
     return data
 
