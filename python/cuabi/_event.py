@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import driver as _d
 from ._constants import (CU_EVENT_BLOCKING_SYNC, CU_EVENT_DISABLE_TIMING, CU_EVENT_INTERPROCESS,
@@ -14,6 +14,9 @@ from ._device import current_context
 from ._interrupts import deferred
 from ._resource import Resource
 from .errors import CUDAError
+
+if TYPE_CHECKING:
+    from ._ipc import IpcEventHandle
 
 
 def finished(query: Callable[[int], None], handle: int) -> bool:
@@ -66,7 +69,7 @@ class Event(Resource):
     def _release(self, h: int) -> None:
         _d.cuEventDestroy(h)
 
-    def ipc_handle(self) -> Any:
+    def ipc_handle(self) -> "IpcEventHandle":
         """What another process needs to open this event: a picklable
         :class:`cuabi.IpcEventHandle` (``cuIpcGetEventHandle``).
 
@@ -85,7 +88,7 @@ class Event(Resource):
         return IpcEventHandle(bytes(data), os.getpid())
 
     @classmethod
-    def from_ipc_handle(cls, handle: Any, device: Any = None) -> "Event":
+    def from_ipc_handle(cls, handle: "IpcEventHandle", device: Any = None) -> "Event":
         """The event another process described with :meth:`ipc_handle`,
         opened in this process (``cuIpcOpenEventHandle``): record it, wait for
         it, sync or query it as a local event (timing is off).  ``close()``

@@ -28,7 +28,7 @@ import struct
 import sys
 import threading
 import weakref
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import driver as _d
 from ._array_interface import cai_dict, cai_nbytes, dtype_info
@@ -47,6 +47,9 @@ from ._resource import NO_CONTEXT, NotCopyable, Resource, finalizing
 from ._stream import stream_handle
 from ._structs import FORMATS
 from .errors import ClosedError
+
+if TYPE_CHECKING:
+    from ._ipc import IpcBufferDescriptor
 
 _U64 = struct.Struct("=Q")
 _SIZE_MAX = (1 << 64) - 1
@@ -325,7 +328,7 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
         """The stream of a stream-ordered allocation (``None`` otherwise)."""
         return self._stream
 
-    def ipc_descriptor(self) -> "Any":
+    def ipc_descriptor(self) -> "IpcBufferDescriptor":
         """What another process needs to import this buffer: a picklable
         :class:`cuabi.IpcBufferDescriptor` (``cuMemPoolExportPointer``).
 
@@ -1071,7 +1074,7 @@ class MemoryPool(Resource):
             ctx._adopt(self)
         return self
 
-    def import_buffer(self, descriptor: Any) -> "DeviceBuffer":
+    def import_buffer(self, descriptor: "IpcBufferDescriptor") -> "DeviceBuffer":
         """The buffer ``descriptor`` (a :class:`cuabi.IpcBufferDescriptor` from
         the exporting process) describes, as a :class:`DeviceBuffer` of this
         process (``cuMemPoolImportPointer``).
@@ -1108,7 +1111,8 @@ class MemoryPool(Resource):
             buf._h = _d.cuMemPoolImportPointer(h, bytearray(descriptor.data))
             if ctx is not None:
                 ctx._adopt(buf)
-        self._imports[descriptor.data] = weakref.ref(buf)
+        key, imports = descriptor.data, self._imports
+        imports[key] = weakref.ref(buf, lambda ref: imports.pop(key) if imports.get(key) is ref else None)
         return buf
 
     @property
