@@ -21,6 +21,7 @@ Every report is one pickled dict sent on the socket.  The tests start it
 with :class:`Peer`.
 """
 
+import gc
 import os
 import pickle
 import socket
@@ -91,7 +92,11 @@ def misuse(pool, buf, job, report):
         "not_a_descriptor": _error(lambda: pool.import_buffer(b"x" * 80)),
     }
     buf.close()
-    again = pool.import_buffer(job["buffer"])  # allowed once the first import is closed
+    gone = pool.import_buffer(job["buffer"])  # allowed once the first import is closed
+    del gone  # collected: the pool forgets it (weakly held)
+    gc.collect()
+    out["table_after_collect"] = len(pool._imports)
+    again = pool.import_buffer(job["buffer"])
     out["again_size"] = again.size
     out["again_bytes"] = again.to_bytes()[:8]
     pool.close()  # closes `again` first: an imported pointer goes before its pool

@@ -89,6 +89,7 @@ def test_gpu_importer_misuse_and_reimport(gpu):
     assert "ValueError: this buffer was already imported into this pool" in str(got["twice"])
     assert got["allocate"].startswith("ValueError: an imported MemoryPool does not allocate")
     assert got["again_size"] == 4096 and got["again_bytes"] == b"\x11" * 8
+    assert got["table_after_collect"] == 0  # a collected import is forgotten (and was released)
     assert got["again_closed_with_pool"] is True
     assert peer.finish() == {"closed": True}
     buf.close()

@@ -74,6 +74,7 @@ def test_misuse_in_the_importing_process_is_refused_clearly(shared):
     assert "an imported buffer is shared by its exporter" in got["reexport_buffer"]
     assert got["not_a_descriptor"].startswith("TypeError: import_buffer takes a cuabi.IpcBufferDescriptor")
     assert got["again_size"] == 4096 and got["again_bytes"] == b"\x11" * 8
+    assert got["table_after_collect"] == 0  # a collected import is forgotten (and was released)
     assert got["again_closed_with_pool"] is True
     assert got["after_pool_close"] == "ClosedError: DeviceBuffer is closed"
     assert peer.finish() == {"closed": True}
