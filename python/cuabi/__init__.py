@@ -94,6 +94,10 @@ _LAZY = {
     "from_cuda_array_interface": ("_interop", "from_cuda_array_interface"),
     "asarray": ("_interop", "asarray"),
     "StridedMemoryView": ("_strided_view", "StridedMemoryView"),
+    "IpcBufferDescriptor": ("_ipc", "IpcBufferDescriptor"),
+    "IpcEventHandle": ("_ipc", "IpcEventHandle"),
+    "send_fd": ("_ipc", "send_fd"),
+    "recv_fd": ("_ipc", "recv_fd"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -104,6 +108,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         Device as Device, current_context as current_context, devices as devices, init as init)
     from ._event import Event as Event
     from ._graph import Graph as Graph, GraphExec as GraphExec
+    from ._ipc import (
+        IpcBufferDescriptor as IpcBufferDescriptor, IpcEventHandle as IpcEventHandle, recv_fd as recv_fd,
+        send_fd as send_fd)
     from ._interop import (
         asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
         from_dlpack as from_dlpack)

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import os
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import driver as _d
 from ._constants import (CU_EVENT_BLOCKING_SYNC, CU_EVENT_DISABLE_TIMING, CU_EVENT_INTERPROCESS,
@@ -13,6 +14,9 @@ from ._device import current_context
 from ._interrupts import deferred
 from ._resource import Resource
 from .errors import CUDAError
+
+if TYPE_CHECKING:
+    from ._ipc import IpcEventHandle
 
 
 def finished(query: Callable[[int], None], handle: int) -> bool:
@@ -34,15 +38,20 @@ class Event(Resource):
     work (``stream.wait(event)``) or are polled, and the driver is fastest
     for those with timing disabled.  Timing with an event made without it is
     a ``ValueError`` that says so.
+
+    An event made with ``interprocess=True`` can be waited for by another
+    process: :meth:`ipc_handle` describes it, :meth:`from_ipc_handle` opens
+    it there.
     """
 
-    __slots__ = ("_timing", "_recorded")
+    __slots__ = ("_timing", "_recorded", "_interprocess")
 
     def __init__(self, device: Any = None, *, timing: bool = False, blocking_sync: bool = False,
                  interprocess: bool = False) -> None:
         super().__init__()
         self._timing = bool(timing)
         self._recorded = False
+        self._interprocess = bool(interprocess)
         ctx = current_context(device)
         flags = 0
         if not timing:
@@ -59,6 +68,49 @@ class Event(Resource):
 
     def _release(self, h: int) -> None:
         _d.cuEventDestroy(h)
+
+    def ipc_handle(self) -> "IpcEventHandle":
+        """What another process needs to open this event: a picklable
+        :class:`cuabi.IpcEventHandle` (``cuIpcGetEventHandle``).
+
+        The event must have been made with ``interprocess=True``; keep it
+        open while other processes use their copies (the driver cannot tell
+        this process that they still do)."""
+        from ._ipc import IpcEventHandle
+
+        h = self.handle
+        if not self._interprocess:
+            raise ValueError("this Event cannot be shared with another process: make it with "
+                             "Event(interprocess=True)")
+        data = bytearray(64)
+        with self._in_context():
+            _d.cuIpcGetEventHandle(data, h)
+        return IpcEventHandle(bytes(data), os.getpid())
+
+    @classmethod
+    def from_ipc_handle(cls, handle: "IpcEventHandle", device: Any = None) -> "Event":
+        """The event another process described with :meth:`ipc_handle`,
+        opened in this process (``cuIpcOpenEventHandle``): record it, wait for
+        it, sync or query it as a local event (timing is off).  ``close()``
+        releases this process's copy only."""
+        from ._ipc import IpcEventHandle, exporter_alive
+
+        if not isinstance(handle, IpcEventHandle):
+            raise TypeError("from_ipc_handle takes a cuabi.IpcEventHandle (Event.ipc_handle()), got %s"
+                            % type(handle).__name__)
+        if handle.pid == os.getpid():
+            raise ValueError("this IpcEventHandle comes from this process: use the Event itself")
+        exporter_alive(handle.pid, "this IpcEventHandle")
+        ctx = current_context(device)
+        self = cls.__new__(cls)
+        Resource.__init__(self)
+        self._timing = False
+        self._recorded = False
+        self._interprocess = True
+        with deferred(), ctx._pushed():
+            self._h = _d.cuIpcOpenEventHandle(handle.data)
+            ctx._adopt(self)
+        return self
 
     def _record_on(self, stream: int) -> None:
         """Record on the stream handle ``stream`` (what :meth:`cuabi.Stream.record` does)."""

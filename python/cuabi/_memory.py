@@ -23,17 +23,19 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import struct
 import sys
 import threading
 import weakref
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import driver as _d
 from ._array_interface import cai_dict, cai_nbytes, dtype_info
 from ._backend import backend
 from ._constants import (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST,
-                         CU_MEM_HANDLE_TYPE_NONE, CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_HOST,
+                         CU_MEM_HANDLE_TYPE_NONE, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                         CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_HOST,
                          CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
                          CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                          CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
@@ -45,6 +47,9 @@ from ._resource import NO_CONTEXT, NotCopyable, Resource, finalizing
 from ._stream import stream_handle
 from ._structs import FORMATS
 from .errors import ClosedError
+
+if TYPE_CHECKING:
+    from ._ipc import IpcBufferDescriptor
 
 _U64 = struct.Struct("=Q")
 _SIZE_MAX = (1 << 64) - 1
@@ -299,6 +304,9 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
         self._pool = None
         if pool is not None and not isinstance(pool, MemoryPool):
             raise TypeError("pool must be a cuabi.MemoryPool")
+        if pool is not None and pool._ipc == "imported":
+            raise ValueError("an imported MemoryPool does not allocate (the driver forbids it): allocate in "
+                             "the exporting process and import the buffer (MemoryPool.import_buffer)")
         ctx = current_context(device if pool is None else pool.device)
         ordered = stream is not None or pool is not None
         s = stream_handle(stream) if ordered else 0
@@ -319,6 +327,31 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
     def stream(self):
         """The stream of a stream-ordered allocation (``None`` otherwise)."""
         return self._stream
+
+    def ipc_descriptor(self) -> "IpcBufferDescriptor":
+        """What another process needs to import this buffer: a picklable
+        :class:`cuabi.IpcBufferDescriptor` (``cuMemPoolExportPointer``).
+
+        Only buffers of a pool made with ``MemoryPool(ipc=True)`` can be
+        shared; the other process imports the pool first
+        (:meth:`MemoryPool.import_fd`), then the buffer
+        (:meth:`MemoryPool.import_buffer`).  Keep this buffer open until every
+        importer has closed its copy: the driver cannot tell this process
+        that another one still reads the memory."""
+        from ._ipc import IpcBufferDescriptor
+
+        ptr = self.ptr
+        pool = self._pool
+        if pool is None or pool._ipc != "exported":
+            where = ("a pool made without ipc=True" if pool is not None and not pool._ipc else
+                     "another process (an imported buffer is shared by its exporter)" if pool is not None else
+                     "cuMemAlloc/cuMemAllocAsync, not an interprocess pool")
+            raise ValueError("this DeviceBuffer cannot be shared with another process: it comes from %s; "
+                             "allocate it from MemoryPool(ipc=True)" % where)
+        data = bytearray(64)
+        with self._in_context():
+            _d.cuMemPoolExportPointer(data, ptr)
+        return IpcBufferDescriptor(bytes(data), self._size, os.getpid())
 
     def _stream_ref(self):
         s = self._stream
@@ -944,20 +977,31 @@ _POOL_PROPS = struct.Struct(FORMATS["CUmemPoolProps"])
 class MemoryPool(Resource):
     """A stream-ordered memory pool.
 
-    ``MemoryPool(device=None, release_threshold=None, max_size=0)`` creates a
-    pool; :meth:`default` returns a device's default pool (not destroyed by
-    ``close``).  ``pool.allocate(n, stream)`` returns a :class:`DeviceBuffer`.
+    ``MemoryPool(device=None, release_threshold=None, max_size=0, ipc=False)``
+    creates a pool; :meth:`default` returns a device's default pool (not
+    destroyed by ``close``).  ``pool.allocate(n, stream)`` returns a
+    :class:`DeviceBuffer`.
+
+    With ``ipc=True`` the pool can be shared with other processes (see
+    :mod:`cuabi._ipc`): :meth:`export_fd` gives a file descriptor that another
+    process opens with :meth:`import_fd`, and each buffer's
+    :meth:`DeviceBuffer.ipc_descriptor` is imported there with
+    :meth:`import_buffer`.
     """
 
-    __slots__ = ("_owned", "_device")
+    __slots__ = ("_owned", "_device", "_ipc", "_imports")
 
-    def __init__(self, device=None, *, release_threshold: Optional[int] = None, max_size: int = 0):
+    def __init__(self, device=None, *, release_threshold: Optional[int] = None, max_size: int = 0,
+                 ipc: bool = False):
         Resource.__init__(self)
         ctx = current_context(device)
         self._device = ctx.device
         self._owned = True
+        self._ipc = "exported" if ipc else ""
+        self._imports: Any = None
         props = bytearray(_POOL_PROPS.size)
-        _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_NONE,
+        handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if ipc else CU_MEM_HANDLE_TYPE_NONE
+        _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, handle_type,
                               CU_MEM_LOCATION_TYPE_DEVICE, ctx.device.device_id, 0,
                               _nbytes(max_size, "max_size"), 0, b"", b"")
         if release_threshold is not None:
@@ -969,23 +1013,118 @@ class MemoryPool(Resource):
             self.release_threshold = release_threshold
 
     @classmethod
+    def _bare(cls, ctx: Any, owned: bool, ipc: str) -> "MemoryPool":
+        """A pool object of ``ctx``'s device without its handle yet (set by the caller)."""
+        self = cls.__new__(cls)
+        Resource.__init__(self)
+        self._owned = owned
+        self._device = ctx.device
+        self._ipc = ipc
+        self._imports = {} if ipc == "imported" else None
+        return self
+
+    @classmethod
     def default(cls, device=None) -> "MemoryPool":
         """The device's default pool (owned by the driver)."""
         ctx = current_context(device)
-        self = cls.__new__(cls)
-        Resource.__init__(self)
-        self._owned = False
-        self._device = ctx.device
+        self = cls._bare(ctx, False, "")
         with deferred():
             self._h = _d.cuDeviceGetDefaultMemPool(ctx.device.handle)
             ctx._adopt(self)
         return self
+
+    # -- sharing with other processes (cuabi._ipc)
+
+    @property
+    def ipc(self) -> str:
+        """``"exported"`` for a pool made with ``ipc=True``, ``"imported"`` for
+        one from :meth:`import_fd`, ``""`` for a pool of this process only."""
+        return self._ipc
+
+    def export_fd(self) -> int:
+        """A new POSIX file descriptor for this pool
+        (``cuMemPoolExportToShareableHandle``), for another process to
+        :meth:`import_fd`.  The descriptor is the caller's: send it
+        (:func:`cuabi.send_fd`, or ``pass_fds`` of a child), then ``os.close`` it."""
+        h = self.handle
+        if self._ipc != "exported":
+            raise ValueError("this MemoryPool cannot be shared: %s" % (
+                "it was imported from another process (export from the process that made it)"
+                if self._ipc else "make it with MemoryPool(ipc=True)"))
+        cell = bytearray(4)
+        with self._in_context():
+            _d.cuMemPoolExportToShareableHandle(cell, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+        return int.from_bytes(cell, sys.byteorder, signed=True)
+
+    @classmethod
+    def import_fd(cls, fd: int, device: Any = None) -> "MemoryPool":
+        """The pool another process exported as ``fd`` (:meth:`export_fd`),
+        opened in this process (``cuMemPoolImportFromShareableHandle``).
+
+        ``fd`` stays the caller's (close it when done; the pool keeps what it
+        needs).  The imported pool does not allocate; it turns descriptors
+        into buffers (:meth:`import_buffer`).  Closing it first closes the
+        buffers imported through it."""
+        if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
+            raise ValueError("fd must be a file descriptor (a non-negative int), got %r" % (fd,))
+        ctx = current_context(device)
+        self = cls._bare(ctx, True, "imported")
+        with deferred(), ctx._pushed():
+            self._h = _d.cuMemPoolImportFromShareableHandle(fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+            ctx._adopt(self)
+        return self
+
+    def import_buffer(self, descriptor: "IpcBufferDescriptor") -> "DeviceBuffer":
+        """The buffer ``descriptor`` (a :class:`cuabi.IpcBufferDescriptor` from
+        the exporting process) describes, as a :class:`DeviceBuffer` of this
+        process (``cuMemPoolImportPointer``).
+
+        Its ``close()`` releases this process's mapping only
+        (``cuMemFree`` of an imported pointer); the memory stays the
+        exporter's.  Each descriptor is imported once per pool: a second
+        import while the first buffer is open is refused."""
+        from ._ipc import IpcBufferDescriptor, exporter_alive
+
+        if not isinstance(descriptor, IpcBufferDescriptor):
+            raise TypeError("import_buffer takes a cuabi.IpcBufferDescriptor (DeviceBuffer.ipc_descriptor()), "
+                            "got %s" % type(descriptor).__name__)
+        h = self.handle
+        if self._ipc != "imported":
+            raise ValueError("import_buffer is for a pool imported from another process "
+                             "(MemoryPool.import_fd); this one %s" % (
+                                 "was made here: use its buffers directly" if self._ipc else
+                                 "is not shared at all"))
+        previous = self._imports.get(descriptor.data)
+        if previous is not None:
+            buf = previous()
+            if buf is not None and not buf.closed:
+                raise ValueError("this buffer was already imported into this pool (%r); use that one, "
+                                 "or close it before importing again" % (buf,))
+        exporter_alive(descriptor.pid, "this IpcBufferDescriptor")
+        buf = DeviceBuffer.__new__(DeviceBuffer)
+        Resource.__init__(buf)
+        buf._size = descriptor.size
+        buf._stream = None  # released with cuMemFree, which for an imported pointer unmaps it
+        buf._pool = self
+        ctx = self._ctx
+        with deferred(), self._in_context():
+            buf._h = _d.cuMemPoolImportPointer(h, bytearray(descriptor.data))
+            if ctx is not None:
+                ctx._adopt(buf)
+        key, imports = descriptor.data, self._imports
+        imports[key] = weakref.ref(buf, lambda ref: imports.pop(key) if imports.get(key) is ref else None)
+        return buf
 
     @property
     def device(self):
         return self._device
 
     def _release(self, h):
+        imports, self._imports = self._imports, None
+        for ref in (imports or {}).values():
+            buf = ref()
+            if buf is not None:
+                buf.close()  # an imported pointer goes before the pool it came through
         if self._owned:
             _d.cuMemPoolDestroy(h)
 

@@ -110,6 +110,11 @@ struct fake_allocation {
     /* Managed memory: per page the advice given (cuMemAdvise), allocated by
      * the first advice. */
     struct fake_advice *advice;
+    /* Memory of an interprocess pool (ipc.c): its base lies in the pool's
+     * shared region instead of coming from aligned_alloc; ipc_imported says
+     * that this process imported it (cuMemPoolImportPointer). */
+    struct fake_ipc_region *ipc;
+    int ipc_imported;
     struct fake_allocation *next;
 };
 #define FAKE_PAGE_SIZE 4096
@@ -123,6 +128,27 @@ struct fake_context *fake_memory_context(uintptr_t p);
 /* Device memory for globals of modules: counted like cuMemAlloc memory. */
 CUresult fake_alloc_device(struct fake_context *ctx, CUdevice dev, size_t size, void **out);
 void fake_free_device(void *p);
+
+/* ---- interprocess pools and events (ipc.c) ---- */
+struct fake_ipc_region;
+/* A new shared region of `capacity` bytes for a pool created with
+ * CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, on device dev; NULL on failure. */
+struct fake_ipc_region *fake_ipc_region_new(size_t capacity, CUdevice dev);
+/* Room for `rounded` bytes in r (a new reference to r), or NULL when it is full. */
+void *fake_ipc_carve(struct fake_ipc_region *r, size_t rounded);
+/* Drops a reference to r; `carved`: the reference was fake_ipc_carve's. */
+void fake_ipc_release(struct fake_ipc_region *r, int carved);
+/* memory.c's side: the region of an IPC pool (NULL when pool is not a live
+ * IPC pool; *imported: whether it was imported), an imported pool over r (it
+ * takes a reference), and an allocation record for imported memory.
+ * Caller holds the lock. */
+struct fake_ipc_region *fake_pool_region(CUmemoryPool pool, int *imported);
+CUresult fake_pool_import(struct fake_ipc_region *r, CUdevice dev, CUmemoryPool *out);
+CUresult fake_pool_adopt_import(struct fake_context *ctx, CUmemoryPool pool, void *base, size_t size,
+                                CUdeviceptr *out);
+/* stream.c's side: an event's creation flags (-1: not a live event), and a new event. */
+int fake_event_flags(CUevent event);
+CUresult fake_event_create(CUevent *out, unsigned flags);
 
 /* ---- streams, events, graphs (stream.c) ---- */
 struct fake_stream;
@@ -207,6 +233,7 @@ extern const struct fake_impl fake_impls_context[];
 extern const struct fake_impl fake_impls_memory[];
 extern const struct fake_impl fake_impls_stream[];
 extern const struct fake_impl fake_impls_module[];
+extern const struct fake_impl fake_impls_ipc[];
 extern const struct fake_impl fake_impls_driver[];
 
 /* Record mode: a closure for symbol (NULL with *status set when there is none). */

@@ -26,6 +26,8 @@ struct fake_pool {
     cuuint64_t retained;      /* freed bytes the pool keeps for reuse */
     cuuint64_t reserved_high;
     int reuse[3];             /* the three CU_MEMPOOL_ATTR_REUSE_* switches */
+    struct fake_ipc_region *ipc; /* interprocess pools: the shared region (ipc.c) */
+    int imported;                /* cuMemPoolImportFromShareableHandle's: no allocations */
 };
 
 static struct fake_allocation *allocations;
@@ -54,12 +56,17 @@ static CUresult allocation_new(enum fake_memory_kind kind, size_t size, struct f
     if (counts_against_device(kind) && rounded > fake_settings()->total_mem - device_used[dev])
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct fake_allocation *a = calloc(1, sizeof *a);
-    void *base = aligned_alloc(FAKE_ALLOC_ALIGN, rounded);
+    struct fake_ipc_region *ipc = pool != NULL ? pool->ipc : NULL;
+    void *base = ipc != NULL ? fake_ipc_carve(ipc, rounded) : aligned_alloc(FAKE_ALLOC_ALIGN, rounded);
     if (a == NULL || base == NULL) {
         free(a);
-        free(base);
+        if (ipc != NULL && base != NULL)
+            fake_ipc_release(ipc, 1);
+        else
+            free(base);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    a->ipc = ipc;
     memset(base, FAKE_FRESH_BYTE, rounded);
     a->base = base;
     a->size = size;
@@ -93,14 +100,17 @@ static void allocation_delete(struct fake_allocation *victim)
             break;
         }
     }
-    if (counts_against_device(victim->kind))
+    if (counts_against_device(victim->kind) && !victim->ipc_imported)
         device_used[victim->device] -= rounded_size(victim);
     if (victim->pool != NULL)
         pool_release(victim->pool, victim->size);
     live_allocations--;
     free(victim->prefetched);
     free(victim->advice);
-    free(victim->base);
+    if (victim->ipc != NULL)
+        fake_ipc_release(victim->ipc, !victim->ipc_imported);
+    else
+        free(victim->base);
     free(victim);
 }
 
@@ -834,6 +844,9 @@ static void pool_destroy(struct fake_object *self)
     for (struct fake_allocation *a = allocations; a != NULL; a = a->next)
         if (a->pool == (struct fake_pool *)self)
             a->pool = NULL;
+    struct fake_pool *pool = (struct fake_pool *)self;
+    if (pool->ipc != NULL)
+        fake_ipc_release(pool->ipc, 0);
 }
 
 /* Caller holds the lock. */
@@ -881,6 +894,8 @@ static CUresult pool_allocate(CUdeviceptr *dptr, size_t size, struct fake_pool *
         pool = current_pool(ctx->device);
     if (r == CUDA_SUCCESS && pool == NULL)
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS && pool->imported)
+        r = CUDA_ERROR_INVALID_VALUE; /* imported pools do not allocate */
     if (r == CUDA_SUCCESS)
         r = allocation_new(FAKE_MEM_POOL, size, ctx, pool->device, pool, &a);
     if (r == CUDA_SUCCESS) {
@@ -940,10 +955,18 @@ static CUresult fake_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
     CUresult r = fake_check_device(props->location.id);
     if (r != CUDA_SUCCESS)
         return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
-    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
-        return CUDA_ERROR_NOT_SUPPORTED; /* no interprocess handles in the fake */
+    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+        props->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED; /* the fake shares pools through file descriptors only */
     fake_lock();
     struct fake_pool *p = pool_new(props->location.id, 0);
+    if (p != NULL && props->handleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+        p->ipc = fake_ipc_region_new(props->maxSize, props->location.id);
+        if (p->ipc == NULL) {
+            fake_object_delete(p);
+            p = NULL;
+        }
+    }
     fake_unlock();
     if (p == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1088,12 +1111,58 @@ static CUresult fake_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         return r;
     fake_lock();
     struct fake_pool *p = (struct fake_pool *)pool;
-    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev)
+    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev || p->imported)
         r = CUDA_ERROR_INVALID_VALUE;
     else
         current_pools[dev] = p;
     fake_unlock();
     return r;
+}
+
+/* ------------------------------------------------- interprocess pools (ipc.c) */
+
+struct fake_ipc_region *fake_pool_region(CUmemoryPool pool, int *imported)
+{
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL) || p->ipc == NULL)
+        return NULL;
+    *imported = p->imported;
+    return p->ipc;
+}
+
+CUresult fake_pool_import(struct fake_ipc_region *r, CUdevice dev, CUmemoryPool *out)
+{
+    struct fake_pool *p = pool_new(dev, 0);
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    p->ipc = r;
+    p->imported = 1;
+    *out = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult fake_pool_adopt_import(struct fake_context *ctx, CUmemoryPool pool, void *base, size_t size,
+                                CUdeviceptr *out)
+{
+    struct fake_pool *p = (struct fake_pool *)pool;
+    struct fake_allocation *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    a->base = base;
+    a->size = size;
+    a->kind = FAKE_MEM_POOL;
+    a->ctx = ctx;
+    a->pool = p;
+    a->device = p->device;
+    a->id = next_allocation_id++;
+    a->ipc = p->ipc;
+    a->ipc_imported = 1;
+    a->next = allocations;
+    allocations = a;
+    live_allocations++;
+    p->used += size; /* given back by allocation_delete's pool_release */
+    *out = (CUdeviceptr)(uintptr_t)base;
+    return CUDA_SUCCESS;
 }
 
 const struct fake_impl fake_impls_memory[] = {

@@ -575,6 +575,17 @@ static CUresult fake_cuEventCreate(CUevent *phEvent, unsigned int Flags)
     return r;
 }
 
+/* For ipc.c. Caller holds the lock. */
+int fake_event_flags(CUevent event)
+{
+    return fake_object_valid(event, FAKE_EVENT) ? (int)((const struct fake_event *)event)->flags : -1;
+}
+
+CUresult fake_event_create(CUevent *out, unsigned flags)
+{
+    return fake_cuEventCreate(out, flags);
+}
+
 static CUresult fake_cuEventDestroy(CUevent hEvent)
 {
     fake_lock();
