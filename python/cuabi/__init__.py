@@ -88,6 +88,7 @@ _LAZY = {
     "ProgramCache": ("_program_cache", "ProgramCache"),
     "NVVMProgram": ("_nvvm_program", "NVVMProgram"),
     "nvvm_version": ("_nvvm_program", "nvvm_version"),
+    "nvvm_ir_version": ("_nvvm_program", "nvvm_ir_version"),
     "Linker": ("_linker", "Linker"),
     "nvjitlink_version": ("_linker", "nvjitlink_version"),
     "nvrtc_version": ("_program", "nvrtc_version"),
@@ -122,7 +123,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
         PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
-    from ._nvvm_program import NVVMProgram as NVVMProgram, nvvm_version as nvvm_version
+    from ._nvvm_program import (
+        NVVMProgram as NVVMProgram, nvvm_ir_version as nvvm_ir_version, nvvm_version as nvvm_version)
     from ._program_cache import ProgramCache as ProgramCache
     from ._program_options import ProgramOptions as ProgramOptions
     from ._strided_view import StridedMemoryView as StridedMemoryView
