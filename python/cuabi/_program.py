@@ -206,15 +206,14 @@ class Program:
             if opts or arch is not None:
                 raise ValueError("PTX to PTX runs no tool: options and arch have nowhere to go (target='cubin' "
                                  "links it with nvJitLink)")
-            return ObjectCode(self.source.encode("utf-8"), "ptx", "", {}, None)
+            return ObjectCode(self._bytes(), "ptx", "", {}, None)
         store = _program_cache.resolve(cache)
         if store is None:
             return self._compile(opts, target, arch, names, given)
         num = None if given else (arch if arch is not None else _default_arch()).split("_", 1)[1]
         key = _program_cache.make_key({
             "code_type": self.code_type, "name": self.name, "target": target, "options": opts, "arch": num,
-            "source": hashlib.sha256(self.source if isinstance(self.source, bytes)
-                                     else self.source.encode("utf-8")).hexdigest(),
+            "source": hashlib.sha256(self._bytes()).hexdigest(),
             "headers": sorted(self.headers.items()), "names": names, "tools": self._tools(target)})
         obj = store.get(key)
         if obj is not None:
@@ -226,6 +225,10 @@ class Program:
             warnings.warn("cuabi: the program cache %s could not be written: %s" % (store.directory, exc),
                           RuntimeWarning, stacklevel=2)
         return obj
+
+    def _bytes(self) -> bytes:
+        """The source as bytes (NVVM bitcode is kept as given; text is UTF-8)."""
+        return self.source if isinstance(self.source, bytes) else self.source.encode("utf-8")
 
     def _tools(self, target: str) -> List[Any]:
         """The versions of the tools this compilation runs (a part of the cache key)."""
@@ -248,7 +251,7 @@ class Program:
             return self._compile_cpp(list(opts), target, arch, names, given)
         num = None if given else (arch if arch is not None else _default_arch()).split("_", 1)[1]
         if self.code_type == "ptx":
-            ptx, log = self.source.encode("utf-8"), ""
+            ptx, log = self._bytes(), ""
         else:
             from ._nvvm_program import NVVMProgram
 
