@@ -83,8 +83,12 @@ _LAZY = {
     "Graph": ("_graph", "Graph"),
     "GraphExec": ("_graph", "GraphExec"),
     "Program": ("_program", "Program"),
-    "ObjectCode": ("_program", "ObjectCode"),
+    "ObjectCode": ("_object_code", "ObjectCode"),
     "ProgramOptions": ("_program_options", "ProgramOptions"),
+    "ProgramCache": ("_program_cache", "ProgramCache"),
+    "NVVMProgram": ("_nvvm_program", "NVVMProgram"),
+    "nvvm_version": ("_nvvm_program", "nvvm_version"),
+    "nvvm_ir_version": ("_nvvm_program", "nvvm_ir_version"),
     "Linker": ("_linker", "Linker"),
     "nvjitlink_version": ("_linker", "nvjitlink_version"),
     "nvrtc_version": ("_program", "nvrtc_version"),
@@ -126,6 +130,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
         PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
+    from ._nvvm_program import (
+        NVVMProgram as NVVMProgram, nvvm_ir_version as nvvm_ir_version, nvvm_version as nvvm_version)
+    from ._program_cache import ProgramCache as ProgramCache
     from ._program_options import ProgramOptions as ProgramOptions
     from ._strided_view import StridedMemoryView as StridedMemoryView
     from ._own_api import (
@@ -134,8 +141,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         driver_version as driver_version, error_name as error_name, error_string as error_string,
         get_proc as get_proc, library_path as library_path, library_version as library_version,
         load as load, set_default_stream_mode as set_default_stream_mode)
+    from ._object_code import ObjectCode as ObjectCode
     from ._program import (
-        ObjectCode as ObjectCode, Program as Program, nvrtc_path as nvrtc_path,
+        Program as Program, nvrtc_path as nvrtc_path,
         nvrtc_version as nvrtc_version)
     from ._stream import Stream as Stream
     from . import driver as driver

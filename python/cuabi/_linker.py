@@ -20,7 +20,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import nvjitlink as _nvjitlink
 from ._family_support import string_array
-from ._program import ObjectCode
+from ._object_code import ObjectCode
 from .errors import NVJitLinkError
 
 # input kind -> nvJitLinkInputType enumerator

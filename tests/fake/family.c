@@ -493,16 +493,88 @@ static int nvvm_ir_version(const uint64_t *a)
 
 static int nvvm_create(const uint64_t *a)
 {
-    if (create(ARG(void **, 0)) != 0)
-        return 1;
-    snprintf((*ARG(struct program **, 0))->output, sizeof((struct program *)0)->output,
-             ".version 8.0\n.target sm_80\n// fake NVVM\n");
+    return create(ARG(void **, 0));
+}
+
+/* nvvmAddModuleToProgram / nvvmLazyAddModuleToProgram(prog, buffer, size, name): the
+ * module's name is recorded; a module saying "#error" fails the compilation, one saying
+ * "!invalid" fails verification too (NVVM_ERROR_INVALID_IR). */
+static int nvvm_add_module(const uint64_t *a, const char *what)
+{
+    struct program *p = ARG(struct program *, 0);
+    const char *ir = ARG(const char *, 1);
+    size_t size = (size_t)a[2];
+    if (p == NULL)
+        return 5; /* NVVM_ERROR_INVALID_PROGRAM */
+    if (ir == NULL || size == 0)
+        return 4; /* NVVM_ERROR_INVALID_INPUT */
+    given_add(p, what, a[3] != 0 ? ARG(const char *, 3) : "(unnamed)");
+    for (size_t k = 0; k + 6 <= size; k++)
+        if (memcmp(ir + k, "#error", 6) == 0)
+            p->failed |= 1;
+    for (size_t k = 0; k + 8 <= size; k++)
+        if (memcmp(ir + k, "!invalid", 8) == 0)
+            p->failed |= 2;
     return 0;
 }
 
 static int nvvm_add(const uint64_t *a)
 {
-    return a[1] == 0 || a[2] == 0 ? 4 /* NVVM_ERROR_INVALID_INPUT */ : 0;
+    return nvvm_add_module(a, "module");
+}
+
+static int nvvm_lazy_add(const uint64_t *a)
+{
+    return nvvm_add_module(a, "lazy-module");
+}
+
+static void nvvm_options(struct program *p, const uint64_t *a)
+{
+    const char *const *options = ARG(const char *const *, 2);
+    for (uint32_t i = 0; i < (uint32_t)a[1] && options != NULL; i++) {
+        if (options[i] != NULL && strcmp(options[i], "-gen-lto") == 0)
+            p->lto = 1;
+        given_add(p, "option", options[i] != NULL ? options[i] : "(null)");
+    }
+}
+
+/* nvvmVerifyProgram(prog, n, options): fails on a module saying "!invalid". */
+static int nvvm_verify(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    if (p->given[0] == '\0')
+        return 8; /* NVVM_ERROR_NO_MODULE_IN_PROGRAM */
+    nvvm_options(p, a);
+    snprintf(p->log, sizeof p->log, "%s", p->failed & 2 ? "fake NVVM: error: invalid IR\n" : "");
+    return p->failed & 2 ? 6 /* NVVM_ERROR_INVALID_IR */ : 0;
+}
+
+/* nvvmCompileProgram(prog, n, options): the "PTX" names what the program was given (its
+ * modules and options), as a comment; with -gen-lto it is the fake's LTO IR instead. */
+static int nvvm_compile(const uint64_t *a)
+{
+    struct program *p = ARG(struct program *, 0);
+    if (p->given[0] == '\0')
+        return 8; /* NVVM_ERROR_NO_MODULE_IN_PROGRAM */
+    nvvm_options(p, a);
+    if (p->failed) {
+        snprintf(p->log, sizeof p->log, "fake NVVM: error: %s\n", p->failed & 2 ? "invalid IR" : "#error in a module");
+        return p->failed & 2 ? 6 /* NVVM_ERROR_INVALID_IR */ : 9 /* NVVM_ERROR_COMPILATION */;
+    }
+    snprintf(p->log, sizeof p->log, "fake NVVM: info: compiled\n");
+    snprintf(p->output, sizeof p->output, "%s.version 8.0\n.target sm_80\n.address_size 64\n// fake NVVM: %s\n",
+             p->lto ? lto_magic : "", p->given);
+    return 0;
+}
+
+static int nvvm_log_size(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->log, ARG(size_t *, 1), NULL);
+}
+
+static int nvvm_log(const uint64_t *a)
+{
+    return copy_out(ARG(struct program *, 0)->log, NULL, ARG(char *, 1));
 }
 
 static int nvvm_size(const uint64_t *a)
@@ -764,6 +836,11 @@ static const struct implemented {
     { "nvvmIRVersion", nvvm_ir_version },
     { "nvvmCreateProgram", nvvm_create },
     { "nvvmAddModuleToProgram", nvvm_add },
+    { "nvvmLazyAddModuleToProgram", nvvm_lazy_add },
+    { "nvvmVerifyProgram", nvvm_verify },
+    { "nvvmCompileProgram", nvvm_compile },
+    { "nvvmGetProgramLogSize", nvvm_log_size },
+    { "nvvmGetProgramLog", nvvm_log },
     { "nvvmGetCompiledResultSize", nvvm_size },
     { "nvvmGetCompiledResult", nvvm_result },
     { "nvvmDestroyProgram", nvvm_destroy },

@@ -283,6 +283,14 @@ def _nvjitlink_missing():
         return True
 
 
+def _nvvm_missing():
+    try:
+        cuabi.nvvm_version()
+        return False
+    except cuabi.errors.NVVMError:
+        return True
+
+
 def _importable(name):
     import importlib.util
 
@@ -314,6 +322,7 @@ _ALLOWED_SKIPS = [
     ("needs reference counts", lambda: not hasattr(sys, "getrefcount")),
     ("NVRTC not installed", _nvrtc_missing),
     ("NVRTC or nvJitLink not installed", lambda: _nvrtc_missing() or _nvjitlink_missing()),
+    ("libNVVM not found", _nvvm_missing),
     ("no toolkit stub libcuda.so here", lambda: STUB is None),
     ("libfakecuda_nogpa.so not built", lambda: NOGPA is None),
     ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),

@@ -215,21 +215,21 @@ def test_program_options_become_nvrtc_options():
                                 include_path=["/inc"], pre_include=["pre.h"], disable_warnings=True,
                                 split_compile=2, ptxas_options=["-v"], extra=["--dopt=on"])
     assert opts.as_list() == [
-        "-arch=sm_90", "-std=c++17", "-G", "-lineinfo", "--use_fast_math", "-rdc=true", "-w", "--ftz=false",
-        "--fmad=true", "--maxrregcount=64", "--split-compile=2", "-DN=4", "-DFAST", "-USLOW", "-I/inc",
-        "--pre-include=pre.h", "--ptxas-options=-v", "--dopt=on"]
+        "-arch=sm_90", "--relocatable-device-code=true", "-G", "-lineinfo", "--ptxas-options=-v",
+        "--maxrregcount=64", "--ftz=false", "--fmad=true", "--use_fast_math", "-DN=4", "-DFAST", "-USLOW",
+        "-I/inc", "--pre-include=pre.h", "-std=c++17", "-w", "--split-compile=2", "--dopt=on"]
     assert cuabi.ProgramOptions(define_macro=["A", "B=2"]).as_list() == ["-DA", "-DB=2"]
 
 
 @pytest.mark.parametrize("bad, error", [
     (dict(arch="90"), ValueError), (dict(std="17"), ValueError), (dict(lineinfo=1), TypeError),
-    (dict(ftz="yes"), TypeError), (dict(max_register_count=-1), ValueError),
+    (dict(ftz="yes"), TypeError), (dict(max_register_count=0), ValueError),
     (dict(include_path="/inc"), TypeError), (dict(extra=[""]), TypeError)])
 def test_program_options_are_checked(bad, error):
     """A malformed ProgramOptions field is refused, naming the field, before NVRTC sees it."""
     name = next(iter(bad))
     with pytest.raises(error, match=name):
-        cuabi.ProgramOptions(**bad).as_list()
+        cuabi.ProgramOptions(**bad)
 
 
 @needs_nvrtc
