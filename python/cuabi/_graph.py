@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import driver as _d
 from ._address import device_pointer
@@ -246,7 +246,9 @@ class Graph(Resource):
 
     The graph keeps what its host nodes call alive (so do executable graphs
     made from it).  The body graphs of conditional nodes belong to their
-    node: closing the graph closes them too.
+    node: closing the graph closes them too; the driver allows kernel,
+    memset, memcpy, empty, child-graph and conditional nodes in them (no
+    host or event nodes, also not inside child graphs).
     """
 
     __slots__ = ("_keep", "_owner", "_bodies")
@@ -307,7 +309,6 @@ class Graph(Resource):
         closed with this graph, never destroyed by itself."""
         body = Graph._wrap(h, self._ctx)
         body._owner = self
-        body._keep = self._keep  # its host nodes' functions are kept with the whole graph's
         self._bodies.append(body)
         return body
 
@@ -515,10 +516,11 @@ class GraphExec(Resource):
     :meth:`set_enabled`, :meth:`launch_with`).  The per-node methods take
     nodes of the graph it was instantiated from."""
 
-    __slots__ = ("_keep", "_source")
+    __slots__ = ("_keep", "_source", "_fast")
 
     def __init__(self, graph: Graph, flags: int = 0):
         Resource.__init__(self)
+        self._fast: Dict[int, _NodeParams] = {}  # launch_with's kept parameter buffers, per node
         if not isinstance(graph, Graph):
             raise TypeError("graph must be a cuabi.Graph")
         ctx = graph._ctx or current_context()
@@ -553,16 +555,43 @@ class GraphExec(Resource):
 
     def launch_with(self, stream: Any, node: GraphNode, *args: Any) -> None:
         """Give the kernel node ``node`` new arguments and launch the graph
-        on ``stream``: :meth:`set_kernel_args` and :meth:`launch` in one call
-        (one context switch, one argument check), for graphs replayed with a
-        new input each time."""
-        nh = self._node(node, ("kernel",), "launch_with")
-        params, keep = _kernel_node_params(node.kernel, node.config, args)
+        on ``stream``: :meth:`set_kernel_args` and :meth:`launch` in one
+        call, for a graph replayed with new inputs each time.
+
+        For a kernel with a parameter signature the node's parameter
+        buffers are made once and kept: a call packs the arguments into
+        them and makes the two driver calls, nothing else.
+        """
+        kernel = node.kernel if node.__class__ is GraphNode else None
+        if kernel is None or kernel._params is None or kernel._h is None:
+            # not a kernel node, a kernel without a signature or unloaded: the general way
+            nh = self._node(node, ("kernel",), "launch_with")
+            params, keep = _kernel_node_params(node.kernel, node.config, args)
+            h, s = self.handle, stream_handle(stream)
+            with self._in_context():
+                _d.cuGraphExecKernelNodeSetParams(h, nh, params)
+                _d.cuGraphLaunch(h, s)
+            del keep
+            return
+        nh = node._h
+        entry = self._fast.pop(nh, None)  # taken while in use: a concurrent call makes its own
+        if entry is None:
+            self._node(node, ("kernel",), "launch_with")
+            entry = _NodeParams(node)
         h, s = self.handle, stream_handle(stream)
-        with self._in_context():
-            _d.cuGraphExecKernelNodeSetParams(h, nh, params)
+        if len(args) != entry.layout.nparams:
+            raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, entry.layout.nparams, len(args)))
+        entry.layout.pack(entry.packet, args, kernel)
+        ctx = self._ctx
+        if ctx is None or ctx._h is None or _d.cuCtxGetCurrent() == ctx._h:
+            # the graph's context is current (the usual case): no push and pop around the calls
+            _d.cuGraphExecKernelNodeSetParams(h, nh, entry.address)
             _d.cuGraphLaunch(h, s)
-        del keep
+        else:
+            with ctx._pushed():
+                _d.cuGraphExecKernelNodeSetParams(h, nh, entry.address)
+                _d.cuGraphLaunch(h, s)
+        self._fast[nh] = entry
 
     def set_enabled(self, node: GraphNode, enabled: bool) -> None:
         """Switch a kernel, memset or memcpy node off (it then does nothing
@@ -622,3 +651,32 @@ class GraphExec(Resource):
 
 
 _SWITCHABLE = ("kernel", "memset", "memcpy")
+
+
+class _NodeParams:
+    """A kernel node's CUDA_KERNEL_NODE_PARAMS with its parameter buffer,
+    kept by :meth:`GraphExec.launch_with`: ``layout.pack(packet, args,
+    kernel)`` writes new arguments, ``address`` is the struct's address."""
+
+    __slots__ = ("layout", "packet", "address", "_keep")
+
+    def __init__(self, node: GraphNode) -> None:
+        from ._kernel_args import HEADER_SIZE, python_layout
+        from ._launch_config import LaunchConfig
+
+        config = node.config
+        if config.__class__ is not LaunchConfig or config._ex:
+            raise TypeError("a kernel node's config is a LaunchConfig without launch attributes")
+        self.layout = python_layout(node.kernel._params)
+        b = backend()
+        # the packet as a launch has it: a header (unused here), then the parameters
+        self.packet = bytearray(self.layout.size)
+        packet_addr, keep_p = b.buffer_address(self.packet)
+        size_addr, keep_s = b.buffer_address(bytearray(struct.pack("=Q", self.layout.size - HEADER_SIZE)))
+        extra = bytearray(_EXTRA.pack(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, packet_addr + HEADER_SIZE,
+                                      CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT, size_addr, CU_LAUNCH_PARAM_END_AS_INT))
+        extra_addr, keep_e = b.buffer_address(extra)
+        gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
+        params = bytearray(_KERNEL_NODE.pack(node.kernel._h, gx, gy, gz, bx, by, bz, shmem, 0, extra_addr, 0, 0))
+        self.address, keep_k = b.buffer_address(params)
+        self._keep = (keep_p, keep_s, keep_e, keep_k, extra, params)

@@ -20,6 +20,7 @@ struct fake_graph {
     struct fake_object obj;
     struct fake_graph_node **nodes;
     size_t count, capacity;
+    int body; /* a conditional node's body: no host or event nodes, at any depth */
 };
 
 /* One node of an executable graph: its operation, whether it runs

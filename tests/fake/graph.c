@@ -14,7 +14,8 @@
  * The condition is set from "device code" by the fake kernels set_condition
  * and count_to (kernels.c), through fake_set_conditional, and reset to its
  * default at each launch of a graph using it when created with
- * CU_GRAPH_COND_ASSIGN_DEFAULT.
+ * CU_GRAPH_COND_ASSIGN_DEFAULT. A body takes no host or event nodes
+ * (CUDA_ERROR_NOT_SUPPORTED when one is added), also inside child graphs.
  *
  * What the fake leaves out, answered CUDA_ERROR_NOT_SUPPORTED: 2D/3D memsets
  * and copies, kernel nodes given a CUkernel instead of a CUfunction, and
@@ -172,6 +173,20 @@ CUresult fake_run_graph_op(const struct fake_op *op)
 
 /* ------------------------------------------------------- adding nodes */
 
+/* Whether op may go into a conditional node's body: kernel, empty, child
+ * graph, memset, memcpy and conditional nodes, recursively (cuda.h 13.0,
+ * CUDA_CONDITIONAL_NODE_PARAMS). */
+static int allowed_in_body(const struct fake_op *op)
+{
+    if (op->kind == FAKE_OP_HOST || op->kind == FAKE_OP_EVENT_RECORD || op->kind == FAKE_OP_EVENT_WAIT)
+        return 0;
+    if (op->kind == FAKE_OP_CHILD)
+        for (size_t i = 0; i < op->u.child.graph->count; i++)
+            if (!allowed_in_body(&op->u.child.graph->nodes[i]->op))
+                return 0;
+    return 1; /* a conditional's own bodies were checked as they were filled */
+}
+
 /* Checks the graph and its dependencies (nodes of it, none twice), then
  * appends op. Takes ownership of what op owns. Caller holds the lock. */
 static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -186,6 +201,8 @@ static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraph
             if (dependencies[j] == dependencies[i])
                 r = CUDA_ERROR_INVALID_VALUE;
     }
+    if (r == CUDA_SUCCESS && g->body && !allowed_in_body(op))
+        r = CUDA_ERROR_NOT_SUPPORTED;
     if (r != CUDA_SUCCESS) {
         fake_graph_op_release(op);
         if (op->kind == FAKE_OP_KERNEL)
@@ -408,6 +425,8 @@ static CUresult fake_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, co
             op.u.conditional.size = b + 1;
             if (op.u.conditional.bodies[b] == NULL)
                 r = CUDA_ERROR_OUT_OF_MEMORY;
+            else
+                op.u.conditional.bodies[b]->body = 1;
         }
         if (r != CUDA_SUCCESS)
             fake_graph_op_release(&op);

@@ -313,14 +313,22 @@ def test_body_graphs_close_with_their_graph(kernels):
         body.add_host(lambda: None)
 
 
-def test_body_host_functions_are_kept(kernels):
-    calls = []
+def test_bodies_refuse_host_and_event_nodes(kernels):
+    """The driver allows no host or event nodes in a conditional body, also not in a child graph there."""
     g = cuabi.Graph()
-    g.add_if(g.conditional(default=1)).body.add_host(lambda: calls.append("body"))
-    ge = g.instantiate()
-    g.close()
-    ge.launch()
-    assert calls == ["body"]
+    body = g.add_if(g.conditional(default=1)).body
+    with pytest.raises(CUDAError):
+        body.add_host(lambda: None)
+    with pytest.raises(CUDAError):
+        body.add_event_record(cuabi.Event())
+    child = cuabi.Graph()
+    child.add_host(lambda: None)
+    with pytest.raises(CUDAError):
+        body.add_child(child)
+    inner = body.add_while(body.conditional())  # nested conditionals: allowed, and restricted too
+    with pytest.raises(CUDAError):
+        inner.body.add_host(lambda: None)
+    assert body.node_count == 1
 
 
 # ------------------------------------------------------------- per-node update
@@ -349,6 +357,61 @@ def test_launch_with_sets_arguments_and_launches(kernels):
         s.sync()
     assert words(a) == [21] * N  # the add node always targets a
     assert words(b) == [10] * N
+
+
+def test_launch_with_kernel_without_signature(ctx, fake):
+    """A kernel without a signature: its parameters come from the driver, as for a launch."""
+    m = cuabi.Module(IMAGE)
+    fill = m.get_kernel("fill_u32")
+    buf = cuabi.DeviceBuffer(4 * N)
+    g = cuabi.Graph()
+    node = g.add_kernel(fill, CFG, buf, 1, N)
+    ge = g.instantiate()
+    ge.launch_with(None, node, buf, 6, N)
+    assert words(buf) == [6] * N
+    m.close()
+    with pytest.raises(ClosedError):
+        ge.launch_with(None, node, buf, 7, N)
+
+
+def test_launch_with_misuse_keeps_working(kernels):
+    """Bad arguments raise before anything runs; the next good call works."""
+    buf = cuabi.DeviceBuffer(4 * N)
+    g = cuabi.Graph()
+    ms = g.add_memset(buf, 0, 4 * N)
+    node = g.add_kernel(kernels["fill"], CFG, buf, 1, N, after=ms)
+    ge = g.instantiate()
+    with pytest.raises(TypeError, match="needs a kernel node"):
+        ge.launch_with(None, ms)
+    ge.launch_with(None, node, buf, 2, N)
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        ge.launch_with(None, node, buf, 3)
+    with pytest.raises(TypeError, match="bad argument"):
+        ge.launch_with(None, node, buf, -1, N)
+    assert words(buf) == [2] * N
+    ge.launch_with(None, node, buf, 4, N)
+    assert words(buf) == [4] * N
+    ge.close()
+    with pytest.raises(ClosedError):
+        ge.launch_with(None, node, buf, 5, N)
+
+
+def test_launch_with_pushes_the_graphs_context_when_needed(kernels, ctx):
+    """With no context current, launch_with makes the graph's current around
+    its calls (and leaves none current after)."""
+    from cuabi import driver as d
+
+    buf = cuabi.DeviceBuffer(4 * N)
+    g = cuabi.Graph()
+    node = g.add_kernel(kernels["fill"], CFG, buf, 1, N)
+    ge = g.instantiate()
+    d.cuCtxSetCurrent(0)
+    try:
+        ge.launch_with(None, node, buf, 8, N)
+        assert not d.cuCtxGetCurrent()
+    finally:
+        ctx.set_current()
+    assert words(buf) == [8] * N
 
 
 def test_set_enabled(kernels):
