@@ -446,7 +446,8 @@ class Graph(Resource):
         value)`` in device code, an ``unsigned long long`` parameter).
 
         ``default``: the value the condition takes at the start of every
-        launch; None: no reset, it keeps the value last set (0 at first).
+        launch; None: no reset, it keeps the value last set (0 before the
+        first, cuGraphConditionalHandleCreate's initial value).
         """
         if default is not None and not 0 <= default <= 0xFFFFFFFF:
             raise ValueError("default must be an unsigned 32-bit value, got %r" % (default,))

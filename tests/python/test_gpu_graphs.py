@@ -76,8 +76,7 @@ def test_memset_kernel_memcpy_chain(add_u32):
 
 
 def test_host_callback_runs_after_the_kernel(add_u32):
-    """A host node after a kernel sees the kernel's result in pinned memory,
-    on a thread that is not the launching one; a raising one is reported."""
+    """A host node after a kernel sees its result in pinned memory, off the launching thread; a raise is reported."""
     pinned = cuabi.PinnedBuffer(4 * N)
     view = pinned.memoryview()  # taken now: a host node must not call CUDA
     view[:] = bytes(4 * N)

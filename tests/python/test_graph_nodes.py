@@ -61,6 +61,7 @@ def test_kernel_node_copies_its_arguments(kernels):
 
 
 def test_kernel_node_argument_errors(kernels):
+    """Bad arguments, a non-LaunchConfig, launch attributes and a block the driver refuses add no node."""
     g = cuabi.Graph()
     buf = cuabi.DeviceBuffer(4 * N)
     with pytest.raises(TypeError, match="takes 3 arguments"):
@@ -77,6 +78,7 @@ def test_kernel_node_argument_errors(kernels):
 
 
 def test_memset_and_memcpy_nodes(kernels):
+    """A 4-byte memset, a copy after it and a byte memset after that leave their combined result."""
     src, dst = cuabi.DeviceBuffer(4 * N), cuabi.DeviceBuffer(4 * N)
     g = cuabi.Graph()
     ms = g.add_memset(src, 0x01020304, N, element_size=4)
@@ -95,6 +97,7 @@ def test_memset_and_memcpy_nodes(kernels):
 
 
 def test_host_node_calls_the_function_each_launch(kernels):
+    """A host node calls its function once per launch; a non-callable is refused."""
     calls = []
     g = cuabi.Graph()
     g.add_host(lambda: calls.append(1))
@@ -137,6 +140,7 @@ def test_host_node_exception_is_reported_and_graph_goes_on(kernels, monkeypatch)
 
 
 def test_child_graph_is_copied_when_added(kernels):
+    """A child node runs the child graph as it was when added, before the nodes that depend on it."""
     buf = cuabi.DeviceBuffer(4 * N)
     child = cuabi.Graph()
     child.add_kernel(kernels["fill"], CFG, buf, 2, N)
@@ -154,6 +158,7 @@ def test_child_graph_is_copied_when_added(kernels):
 
 
 def test_child_graph_keeps_host_functions(kernels):
+    """A parent graph keeps its child's host functions alive after the child is closed."""
     calls = []
     child = cuabi.Graph()
     child.add_host(lambda: calls.append("child"))
@@ -182,6 +187,7 @@ def test_event_nodes(kernels):
 
 
 def test_dependencies_must_be_nodes_of_the_same_graph(kernels):
+    """A node of another graph is refused as a dependency, by cuabi or by the driver."""
     g1, g2 = cuabi.Graph(), cuabi.Graph()
     n1 = g1.add_empty_node()
     e1 = g1.add_host(lambda: None)
@@ -194,6 +200,7 @@ def test_dependencies_must_be_nodes_of_the_same_graph(kernels):
 
 
 def test_closed_graph_refuses_nodes(kernels):
+    """A closed graph refuses new nodes and the dot print; its nodes' handles raise ClosedError."""
     g = cuabi.Graph()
     n = g.add_empty_node()
     node = g.add_host(lambda: None, after=[n])
@@ -207,6 +214,7 @@ def test_closed_graph_refuses_nodes(kernels):
 
 
 def test_dot_print(kernels, tmp_path):
+    """Graph.dot writes dot text naming the kernel and the memset with an edge; an unwritable path raises."""
     g = cuabi.Graph()
     buf = cuabi.DeviceBuffer(4 * N)
     k = g.add_kernel(kernels["fill"], CFG, buf, 1, N)
@@ -237,22 +245,25 @@ def test_while_loop_counts_on_the_device(kernels):
     assert words(counter, 1) == [10]
 
 
-def test_while_without_default_keeps_last_value(kernels):
-    """Without a default the condition keeps its value (0 after the loop): a
-    second launch skips the body."""
-    counter = cuabi.DeviceBuffer(4)
-    counter.fill(0, width=4)
-    g = cuabi.Graph()
-    cond = g.conditional()
-    g.add_kernel(kernels["set"], cuabi.LaunchConfig(), cond, 1)
-    loop = g.add_while(cond, after=[])
-    loop.body.add_kernel(kernels["count"], cuabi.LaunchConfig(), cond, counter, 3)
-    ge = g.instantiate()
-    ge.launch()
-    assert words(counter, 1) == [3]
+def test_condition_without_default_keeps_its_value(kernels):
+    """Without a default the value a kernel set stays for the next launch; with one it is reset."""
+    buf = cuabi.DeviceBuffer(4 * N)
+    for default, second in ((None, [5] * N), (0, [0] * N)):
+        buf.fill(0, width=4)
+        g = cuabi.Graph()
+        cond = g.conditional(default=default)
+        node = g.add_if(cond)
+        node.body.add_kernel(kernels["fill"], CFG, buf, 5, N)
+        g.add_kernel(kernels["set"], cuabi.LaunchConfig(), cond, 1, after=node)  # for the next launch
+        ge = g.instantiate()
+        ge.launch()
+        assert words(buf) == [0] * N  # 0 at first: the body was skipped
+        ge.launch()
+        assert words(buf) == second
 
 
 def test_if_else_and_switch(kernels):
+    """if/else runs the body matching the condition; switch runs body n, or none past the last case."""
     buf = cuabi.DeviceBuffer(4 * N)
     for value, want in ((1, 11), (0, 22)):
         g = cuabi.Graph()
@@ -275,6 +286,7 @@ def test_if_else_and_switch(kernels):
 
 
 def test_condition_set_by_a_kernel_before_the_node(kernels):
+    """A kernel setting the condition before the node overrides the handle's default."""
     buf = cuabi.DeviceBuffer(4 * N)
     buf.fill(0, width=4)
     g = cuabi.Graph()
@@ -286,6 +298,7 @@ def test_condition_set_by_a_kernel_before_the_node(kernels):
 
 
 def test_conditional_misuse(kernels):
+    """Bad defaults, handles, case counts, another graph's handle, body of a non-conditional and instantiating a body raise."""
     g = cuabi.Graph()
     with pytest.raises(ValueError, match="unsigned"):
         g.conditional(default=-1)
@@ -305,6 +318,7 @@ def test_conditional_misuse(kernels):
 
 
 def test_body_graphs_close_with_their_graph(kernels):
+    """Closing a graph closes its conditional bodies, which then refuse use."""
     g = cuabi.Graph()
     body = g.add_if(g.conditional(default=1)).body
     g.close()
@@ -334,6 +348,7 @@ def test_bodies_refuse_host_and_event_nodes(kernels):
 # ------------------------------------------------------------- per-node update
 
 def test_set_kernel_args_changes_only_the_exec(kernels):
+    """set_kernel_args changes what the executable graph's kernel node does, not the graph."""
     buf = cuabi.DeviceBuffer(4 * N)
     g = cuabi.Graph()
     node = g.add_kernel(kernels["fill"], CFG, buf, 1, N)
@@ -346,6 +361,7 @@ def test_set_kernel_args_changes_only_the_exec(kernels):
 
 
 def test_launch_with_sets_arguments_and_launches(kernels):
+    """launch_with gives the node new arguments each call and leaves the other nodes' as they were."""
     a, b = cuabi.DeviceBuffer(4 * N), cuabi.DeviceBuffer(4 * N)
     g = cuabi.Graph()
     node = g.add_kernel(kernels["fill"], CFG, a, 0, N)
@@ -397,8 +413,7 @@ def test_launch_with_misuse_keeps_working(kernels):
 
 
 def test_launch_with_pushes_the_graphs_context_when_needed(kernels, ctx):
-    """With no context current, launch_with makes the graph's current around
-    its calls (and leaves none current after)."""
+    """With no context current, launch_with runs in the graph's context and leaves none current."""
     from cuabi import driver as d
 
     buf = cuabi.DeviceBuffer(4 * N)
@@ -415,6 +430,7 @@ def test_launch_with_pushes_the_graphs_context_when_needed(kernels, ctx):
 
 
 def test_set_enabled(kernels):
+    """A disabled kernel node does nothing at launch and runs again once enabled."""
     buf = cuabi.DeviceBuffer(4 * N)
     g = cuabi.Graph()
     fill = g.add_kernel(kernels["fill"], CFG, buf, 4, N)
@@ -430,6 +446,7 @@ def test_set_enabled(kernels):
 
 
 def test_per_node_misuse(kernels):
+    """Per-node methods refuse other node kinds, raw handles, wrong argument counts, other graphs' nodes and a closed exec."""
     buf = cuabi.DeviceBuffer(4 * N)
     g = cuabi.Graph()
     k = g.add_kernel(kernels["fill"], CFG, buf, 1, N)
@@ -454,6 +471,7 @@ def test_per_node_misuse(kernels):
 
 
 def test_whole_update_keeps_host_functions(kernels):
+    """After update(), the executable graph calls the new graph's host function, kept alive by it."""
     calls = []
     g1 = cuabi.Graph()
     g1.add_host(lambda: calls.append(1))
