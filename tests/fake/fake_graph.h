@@ -47,8 +47,9 @@ struct fake_graph *fake_graph_new(int counted);
  * ownership of what op owns, also on failure. */
 CUresult fake_graph_append(struct fake_graph *g, struct fake_op *op, struct fake_graph_node *const *deps,
                            size_t ndeps, struct fake_graph_node **out);
-/* Whether n is a live node of g. */
-int fake_graph_has_node(const void *n, const struct fake_graph *g);
+/* Every one of the n nodes deps a node of g, none named twice: else
+ * CUDA_ERROR_INVALID_VALUE. */
+CUresult fake_graph_check_dependencies(const struct fake_graph *g, const CUgraphNode *deps, size_t n);
 /* A deep copy of g (cuGraphClone's), NULL when memory runs out. */
 struct fake_graph *fake_graph_copy(const struct fake_graph *g, int counted);
 

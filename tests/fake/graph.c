@@ -193,14 +193,7 @@ static CUresult add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraph
                          size_t numDependencies, struct fake_op *op)
 {
     struct fake_graph *g = (struct fake_graph *)hGraph;
-    CUresult r = CUDA_SUCCESS;
-    for (size_t i = 0; r == CUDA_SUCCESS && i < numDependencies; i++) {
-        if (!fake_graph_has_node(dependencies[i], g))
-            r = CUDA_ERROR_INVALID_VALUE;
-        for (size_t j = 0; r == CUDA_SUCCESS && j < i; j++)
-            if (dependencies[j] == dependencies[i])
-                r = CUDA_ERROR_INVALID_VALUE;
-    }
+    CUresult r = fake_graph_check_dependencies(g, dependencies, numDependencies);
     if (r == CUDA_SUCCESS && g->body && !allowed_in_body(op))
         r = CUDA_ERROR_NOT_SUPPORTED;
     if (r != CUDA_SUCCESS) {

@@ -640,9 +640,21 @@ static CUresult fake_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t 
 }
 
 /* Whether n is a live node of g. Caller holds the lock. */
-int fake_graph_has_node(const void *n, const struct fake_graph *g)
+static int node_of(const void *n, const struct fake_graph *g)
 {
     return fake_object_valid(n, FAKE_GRAPH_NODE) && ((const struct fake_graph_node *)n)->graph == g;
+}
+
+CUresult fake_graph_check_dependencies(const struct fake_graph *g, const CUgraphNode *deps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!node_of(deps[i], g))
+            return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++)
+            if (deps[j] == deps[i])
+                return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -655,14 +667,8 @@ static CUresult fake_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGrap
     struct fake_graph *g = (struct fake_graph *)hGraph;
     if (!fake_object_valid(g, FAKE_GRAPH))
         r = CUDA_ERROR_INVALID_VALUE;
-    /* Every dependency a node of this graph, none named twice. */
-    for (size_t i = 0; r == CUDA_SUCCESS && i < numDependencies; i++) {
-        if (!fake_graph_has_node(dependencies[i], g))
-            r = CUDA_ERROR_INVALID_VALUE;
-        for (size_t j = 0; r == CUDA_SUCCESS && j < i; j++)
-            if (dependencies[j] == dependencies[i])
-                r = CUDA_ERROR_INVALID_VALUE;
-    }
+    if (r == CUDA_SUCCESS)
+        r = fake_graph_check_dependencies(g, dependencies, numDependencies);
     if (r == CUDA_SUCCESS) {
         struct fake_op op = { .kind = FAKE_OP_EMPTY };
         struct fake_graph_node *node;
