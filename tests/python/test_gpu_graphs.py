@@ -105,6 +105,9 @@ def test_host_callback_runs_after_the_kernel(add_u32):
     assert len(seen) == 1 and seen[0][1] == (3, 3, 3, 3)
     assert seen[0][0] != threading.get_ident()
     assert len(reported) == 1 and isinstance(reported[0].exc_value, ValueError)
+    ge.close()
+    g.close()
+    view.release()  # the pinned memory can be freed again
 
 
 def test_kernel_node_update_and_enable(add_u32):
