@@ -53,6 +53,8 @@ OPERATIONS = [
               "graph"),
     Operation("graph_launch", f"graph of {GRAPH_NODES} empty kernels: launch + run, per node",
               "graph", per_unit=GRAPH_NODES),
+    Operation("graph_new_args", "instantiated graph of one 3-argument kernel: new arguments + launch + run",
+              "graph"),
     Operation("h2d_4k_pinned", "copy 4 KiB host to device, pinned", "copy", nbytes=SMALL),
     Operation("h2d_4k_pageable", "copy 4 KiB host to device, pageable", "copy", nbytes=SMALL),
     Operation("d2h_4k_pinned", "copy 4 KiB device to host, pinned", "copy", nbytes=SMALL),

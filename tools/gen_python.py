@@ -627,6 +627,8 @@ PYTHON_CONSTANTS = (
     "CU_STREAM_CAPTURE_MODE_GLOBAL", "CU_STREAM_CAPTURE_MODE_RELAXED",
     "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL",
     "CU_STREAM_LEGACY", "CU_STREAM_NON_BLOCKING", "CU_STREAM_PER_THREAD",
+    "CU_GRAPH_COND_ASSIGN_DEFAULT", "CU_GRAPH_COND_TYPE_IF", "CU_GRAPH_COND_TYPE_SWITCH",
+    "CU_GRAPH_COND_TYPE_WHILE", "CU_GRAPH_NODE_TYPE_CONDITIONAL", "CU_MEMORYTYPE_UNIFIED",
 )
 
 
@@ -654,6 +656,8 @@ def gen_constants(table):
 PYTHON_RECORDS = (
     "CUgraphExecUpdateResultInfo", "CUlaunchAttribute", "CUlaunchAttributeValue.clusterDim",
     "CUlaunchConfig", "CUmemLocation", "CUmemPoolProps",
+    "CUDA_KERNEL_NODE_PARAMS_v2", "CUDA_MEMSET_NODE_PARAMS_v1", "CUDA_HOST_NODE_PARAMS_v1",
+    "CUDA_MEMCPY3D_v2", "CUDA_CONDITIONAL_NODE_PARAMS", "CUgraphNodeParams",
 )
 
 # struct codes (standard sizes, "=") of the table's field codes

@@ -5,7 +5,7 @@ Trivial calls, copies and stream-ordered memory go through cuabi.driver (the
 layer the issue's target names, and the one that matches cuda.bindings);
 launches go through the Pythonic Kernel/launch fast path, with a parameter
 signature set once on the kernel; graphs through Graph's stream capture and
-Graph/GraphExec."""
+Graph/GraphExec, and new arguments for a graph through GraphExec.launch_with."""
 
 from functools import cached_property
 
@@ -137,6 +137,15 @@ class Bench(shared.CopyOps):
     def op_graph_launch(self):
         self.graph_exec = self._graph().instantiate()
         return Op(self.graph_exec.launch, (self.stream,), "graph_exec.launch(stream)")
+
+    def op_graph_new_args(self):
+        # one kernel node, added explicitly; launch_with sets its arguments and
+        # launches in one call (cuGraphExecKernelNodeSetParams + cuGraphLaunch)
+        graph = self.cuabi.Graph()
+        node = graph.add_kernel(self.kernels[1], self.config, *self.kernel_args[1])
+        self.args_exec = graph.instantiate()
+        return Op(self.args_exec.launch_with, (self.stream, node) + self.kernel_args[1],
+                  "graph_exec.launch_with(stream, node, *ints/floats)")
 
     def _device(self, size, key=None):
         key = key or size

@@ -123,6 +123,30 @@ class Bench:
         self.graph = self._builder().complete()
         return Op(self.graph.launch, (self.stream,), "graph.launch(stream)")
 
+    def op_graph_new_args(self):
+        # cuda.core changes an instantiated graph's arguments by building the
+        # graph again and updating the executable graph from it
+        np, core, stream, config = self.np, self.core, self.stream, self.config
+        kinds = {"u64": np.uint64, "u32": np.uint32, "f32": np.float32}
+        kernel = self.kernels[1]
+        args = tuple(kinds[k](v) for k, v in shared.kernel_values(int(self._device(SMALL).handle))[0])
+
+        def build():
+            builder = stream.create_graph_builder()
+            builder.begin_building()
+            try:
+                core.launch(builder, config, kernel, *args)
+            finally:
+                builder.end_building()
+            return builder
+
+        self.args_graph = build().complete()
+
+        def update_launch(graph=self.args_graph):
+            graph.update(build())
+            graph.launch(stream)
+        return Op(update_launch, (), "graph.update(rebuilt builder); graph.launch(stream)")
+
     def _device(self, size, key=None):
         key = key or size
         if key not in self.buffers:

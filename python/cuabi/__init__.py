@@ -82,6 +82,7 @@ _LAZY = {
     "launch": ("_launch", "launch"),
     "Graph": ("_graph", "Graph"),
     "GraphExec": ("_graph", "GraphExec"),
+    "GraphNode": ("_graph", "GraphNode"),
     "Program": ("_program", "Program"),
     "ObjectCode": ("_object_code", "ObjectCode"),
     "ProgramOptions": ("_program_options", "ProgramOptions"),
@@ -111,7 +112,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._device import (
         Device as Device, current_context as current_context, devices as devices, init as init)
     from ._event import Event as Event
-    from ._graph import Graph as Graph, GraphExec as GraphExec
+    from ._graph import Graph as Graph, GraphExec as GraphExec, GraphNode as GraphNode
     from ._ipc import (
         IpcBufferDescriptor as IpcBufferDescriptor, IpcEventHandle as IpcEventHandle, recv_fd as recv_fd,
         send_fd as send_fd)

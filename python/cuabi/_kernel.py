@@ -13,7 +13,7 @@ from . import driver as _d
 from ._constants import (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                          CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CUDA_ERROR_INVALID_VALUE,
                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-from ._kernel_args import Param, infer_params, layout_for, parse_params
+from ._kernel_args import HEADER_SIZE, Param, infer_params, layout_for, parse_params, python_layout
 from ._launch_config import LaunchConfig, pack_launch_config
 from ._resource import NO_CONTEXT, NotCopyable
 from ._stream import stream_handle
@@ -298,6 +298,29 @@ def infer_layout(kernel: Kernel, args: Tuple[Any, ...]) -> Any:
     """The argument layout for a launch of a kernel without a signature: the
     parameters' sizes from the driver (``cuFuncGetParamInfo``, CUDA 12.4+),
     their types from the arguments."""
+    return layout_for(_inferred_params(kernel, args))
+
+
+def pack_params(kernel: Kernel, args: Tuple[Any, ...]) -> bytes:
+    """``args`` packed as ``kernel``'s parameter block (what follows a launch
+    packet's header), the way a launch packs them; for graph kernel nodes,
+    which take the block in ``extra``.  TypeError for bad arguments."""
+    if kernel.__class__ is not Kernel:
+        raise TypeError("kernel must be a cuabi.Kernel, got %s" % type(kernel).__name__)
+    if kernel._h is None:
+        raise ClosedError("Kernel %r is closed (its module was unloaded)" % kernel.name)
+    params = kernel._params
+    if params is None:
+        params = _inferred_params(kernel, args)
+    if len(args) != len(params):
+        raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, len(params), len(args)))
+    layout = python_layout(params)
+    view = bytearray(layout.size)
+    size = layout.pack(view, args, kernel)
+    return bytes(view[HEADER_SIZE:size])
+
+
+def _inferred_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[Param, ...]:
     try:
         info = kernel.param_info()
     except EntryPointError:
@@ -307,4 +330,4 @@ def infer_layout(kernel: Kernel, args: Tuple[Any, ...]) -> Any:
             "get_kernel() or call set_params()" % kernel.name) from None
     if len(info) != len(args):
         raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, len(info), len(args)))
-    return layout_for(parse_params(infer_params(info, args)))
+    return parse_params(infer_params(info, args))

@@ -206,3 +206,18 @@ def layout_for(params: Tuple[Param, ...]) -> Any:
         layout = ArgumentLayout(params)
     with _layouts_lock:
         return _layouts.setdefault(params, layout)
+
+
+_python_layouts: Dict[Tuple[Param, ...], ArgumentLayout] = {}
+
+
+def python_layout(params: Tuple[Param, ...]) -> ArgumentLayout:
+    """The :class:`ArgumentLayout` of a parsed signature, whatever the tier:
+    for packing into a buffer of one's own (graph kernel nodes), where the
+    compiled tier's layouts pack only on the C stack of a launch."""
+    layout = _python_layouts.get(params)
+    if layout is None:
+        layout = ArgumentLayout(params)
+        with _layouts_lock:
+            layout = _python_layouts.setdefault(params, layout)
+    return layout

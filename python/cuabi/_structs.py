@@ -6,7 +6,13 @@ in that order (nested structs flattened, unions as raw bytes); ``SIZES[name]``
 is the struct's size."""
 
 FORMATS = {
+    'CUDA_CONDITIONAL_NODE_PARAMS': '=QIIQQ',
+    'CUDA_HOST_NODE_PARAMS_v1': '=QQ',
+    'CUDA_KERNEL_NODE_PARAMS_v2': '=QIIIIIII4xQQQQ',
+    'CUDA_MEMCPY3D_v2': '=QQQQI4xQQQQQQQQQQI4xQQQQQQQQQ',
+    'CUDA_MEMSET_NODE_PARAMS_v1': '=QQIIQQ',
     'CUgraphExecUpdateResultInfo': '=I4xQQ',
+    'CUgraphNodeParams': '=I3i29qq',
     'CUlaunchAttribute': '=I4s64s',
     'CUlaunchAttributeValue.clusterDim': '=III',
     'CUlaunchConfig': '=IIIIIII4xQQI4x',
@@ -15,7 +21,13 @@ FORMATS = {
 }
 
 FIELDS = {
+    'CUDA_CONDITIONAL_NODE_PARAMS': ('handle', 'type', 'size', 'phGraph_out', 'ctx'),
+    'CUDA_HOST_NODE_PARAMS_v1': ('fn', 'userData'),
+    'CUDA_KERNEL_NODE_PARAMS_v2': ('func', 'gridDimX', 'gridDimY', 'gridDimZ', 'blockDimX', 'blockDimY', 'blockDimZ', 'sharedMemBytes', 'kernelParams', 'extra', 'kern', 'ctx'),
+    'CUDA_MEMCPY3D_v2': ('srcXInBytes', 'srcY', 'srcZ', 'srcLOD', 'srcMemoryType', 'srcHost', 'srcDevice', 'srcArray', 'reserved0', 'srcPitch', 'srcHeight', 'dstXInBytes', 'dstY', 'dstZ', 'dstLOD', 'dstMemoryType', 'dstHost', 'dstDevice', 'dstArray', 'reserved1', 'dstPitch', 'dstHeight', 'WidthInBytes', 'Height', 'Depth'),
+    'CUDA_MEMSET_NODE_PARAMS_v1': ('dst', 'pitch', 'value', 'elementSize', 'width', 'height'),
     'CUgraphExecUpdateResultInfo': ('result', 'errorNode', 'errorFromNode'),
+    'CUgraphNodeParams': ('type', 'reserved0', 'reserved1', 'reserved2'),
     'CUlaunchAttribute': ('id', 'pad', 'value'),
     'CUlaunchAttributeValue.clusterDim': ('x', 'y', 'z'),
     'CUlaunchConfig': ('gridDimX', 'gridDimY', 'gridDimZ', 'blockDimX', 'blockDimY', 'blockDimZ', 'sharedMemBytes', 'hStream', 'attrs', 'numAttrs'),
@@ -24,7 +36,13 @@ FIELDS = {
 }
 
 SIZES = {
+    'CUDA_CONDITIONAL_NODE_PARAMS': 32,
+    'CUDA_HOST_NODE_PARAMS_v1': 16,
+    'CUDA_KERNEL_NODE_PARAMS_v2': 72,
+    'CUDA_MEMCPY3D_v2': 200,
+    'CUDA_MEMSET_NODE_PARAMS_v1': 40,
     'CUgraphExecUpdateResultInfo': 24,
+    'CUgraphNodeParams': 256,
     'CUlaunchAttribute': 72,
     'CUlaunchAttributeValue.clusterDim': 12,
     'CUlaunchConfig': 56,

@@ -168,10 +168,15 @@ int fake_stream_capturing(const struct fake_stream *s);
 CUresult fake_capture_allows_unsafe_call(void);
 
 /* Operations that can be captured into a graph (FAKE_OP_EMPTY: an empty
- * node, cuGraphAddEmptyNode). */
+ * node, cuGraphAddEmptyNode; the last three exist only as explicit graph
+ * nodes, graph.c). */
 enum fake_op_kind {
-    FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD, FAKE_OP_EMPTY
+    FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD, FAKE_OP_EMPTY,
+    FAKE_OP_EVENT_WAIT, FAKE_OP_CHILD, FAKE_OP_CONDITIONAL
 };
+struct fake_graph;
+struct fake_conditional;
+#define FAKE_CONDITIONAL_MAX_BODIES 8
 struct fake_launch {
     unsigned grid[3];
     unsigned block[3];
@@ -195,6 +200,13 @@ struct fake_op {
         struct { void *dst; unsigned value; unsigned element_size; size_t count; } memset;
         struct { CUhostFn fn; void *user_data; } host;
         struct { CUevent event; } event;
+        struct { struct fake_graph *graph; } child; /* a copy, owned */
+        struct {
+            struct fake_conditional *handle;
+            CUgraphConditionalNodeType type;
+            unsigned size;
+            struct fake_graph *bodies[FAKE_CONDITIONAL_MAX_BODIES]; /* owned */
+        } conditional;
     } u;
 };
 /* Runs op now, or appends it to the graph s is capturing. Takes ownership of
@@ -203,6 +215,20 @@ CUresult fake_submit(struct fake_stream *s, struct fake_op *op);
 /* Executes an operation (used by fake_submit and by graph replay). Caller holds the lock. */
 CUresult fake_run_op(const struct fake_op *op);
 void fake_event_stamp(CUevent event);
+
+/* ---- explicit graph nodes and conditionals (graph.c) ---- */
+/* Runs a child-graph or conditional node: its graphs' nodes, in order.
+ * Caller holds the lock. */
+CUresult fake_run_graph_op(const struct fake_op *op);
+/* Copies and releases what child-graph and conditional nodes own. */
+int fake_graph_op_copy(struct fake_op *dst, const struct fake_op *src);
+void fake_graph_op_release(struct fake_op *op);
+/* What a kernel calls to set a conditional handle's value (its
+ * cudaGraphSetConditional). Caller holds the lock. */
+CUresult fake_set_conditional(unsigned long long handle, unsigned value);
+/* Gives the handles that nodes in ops use and that ask for it their default
+ * value, as a graph launch does. Caller holds the lock. */
+void fake_conditional_defaults(const struct fake_op *const *ops, size_t count);
 
 /* ---- modules and kernels (module.c, kernels.c) ---- */
 #define FAKE_KERNEL_MAX_PARAMS 16
@@ -220,6 +246,11 @@ size_t fake_kernel_names(char *buffer, size_t size);
 /* Offset of each parameter in the packed buffer and the buffer's size. */
 size_t fake_kernel_layout(const struct fake_kernel *k, size_t offsets[FAKE_KERNEL_MAX_PARAMS]);
 void fake_count_launch(void);
+/* Checks a launch as cuLaunchKernel(Ex) does and builds its operation, with
+ * the parameters copied (caller owns op->u.kernel.params). Caller holds the lock. */
+CUresult fake_kernel_op(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                        void **kernelParams, void **extra, const CUlaunchConfig *config,
+                        struct fakecuda_launch *seen, struct fake_op *op);
 
 /* ---- resolution (driver.c, record.c) ---- */
 struct fake_impl {
@@ -235,6 +266,7 @@ extern const struct fake_impl fake_impls_stream[];
 extern const struct fake_impl fake_impls_module[];
 extern const struct fake_impl fake_impls_ipc[];
 extern const struct fake_impl fake_impls_driver[];
+extern const struct fake_impl fake_impls_graph[];
 
 /* Record mode: a closure for symbol (NULL with *status set when there is none). */
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,

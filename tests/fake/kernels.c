@@ -198,6 +198,26 @@ static CUresult run_launch_info(const struct fake_launch *l, void *const *args)
     return CUDA_SUCCESS;
 }
 
+/* A graph's conditional value, set as device code does with
+ * cudaGraphSetConditional (graph.c). */
+static CUresult run_set_condition(const struct fake_launch *l, void *const *args)
+{
+    (void)l;
+    return fake_set_conditional(arg_size(args, 0), arg_u32(args, 1));
+}
+
+/* One round of a counting loop: ++*counter, and the condition stays
+ * non-zero while *counter < limit. */
+static CUresult run_count_to(const struct fake_launch *l, void *const *args)
+{
+    (void)l;
+    unsigned *counter = arg_ptr(args, 1);
+    if (!range_ok(counter, sizeof *counter))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    *counter += 1;
+    return fake_set_conditional(arg_size(args, 0), *counter < arg_u32(args, 2));
+}
+
 static const struct fake_kernel kernels[] = {
     { "empty", 0, { 0 }, { 0 }, "empty()", run_empty },
     { "saxpy", 4, { 4, 8, 8, 4 }, { 4, 8, 8, 4 },
@@ -217,6 +237,10 @@ static const struct fake_kernel kernels[] = {
       run_store_mixed },
     { "launch_info", 1, { 8 }, { 8 },
       "launch_info(unsigned *out)", run_launch_info },
+    { "set_condition", 2, { 8, 4 }, { 8, 4 },
+      "set_condition(unsigned long long handle, unsigned value)", run_set_condition },
+    { "count_to", 3, { 8, 8, 4 }, { 8, 8, 4 },
+      "count_to(unsigned long long handle, unsigned *counter, unsigned limit)", run_count_to },
     /* the empty kernels of bench/kernels.ptx, so bench/run --fake can launch */
     { "empty_0", 0, { 0 }, { 0 }, "empty_0()", run_empty },
     { "empty_3", 3, { 8, 4, 4 }, { 8, 4, 4 },

@@ -1050,21 +1050,15 @@ static CUresult launch_attributes(const struct fake_function *f, const CUlaunchC
 
 /* --------------------------------------------------------------- launches */
 
-static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
-                       CUstream hStream, void **kernelParams, void **extra, const CUlaunchConfig *config)
+CUresult fake_kernel_op(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                        void **kernelParams, void **extra, const CUlaunchConfig *config,
+                        struct fakecuda_launch *seen_out, struct fake_op *out)
 {
     struct fakecuda_launch seen = { .cluster = { 1, 1, 1 } };
-    struct fake_context *ctx;
-    struct fake_stream *s = NULL;
-    fake_lock();
-    CUresult r = fake_require_context(&ctx);
-    if (r == CUDA_SUCCESS)
-        r = fake_check_stream(hStream, &s);
+    CUresult r = CUDA_SUCCESS;
     const struct fake_function *f = (const struct fake_function *)fn;
-    if (r == CUDA_SUCCESS && !fake_object_valid(f, FAKE_FUNCTION))
-        r = CUDA_ERROR_INVALID_HANDLE;
-    if (r != CUDA_SUCCESS)
-        goto done;
+    if (!fake_object_valid(f, FAKE_FUNCTION))
+        return CUDA_ERROR_INVALID_HANDLE;
 
     uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
     unsigned shared_limit = f->max_dynamic_shared > STATIC_SHARED_LIMIT ? (unsigned)f->max_dynamic_shared
@@ -1138,20 +1132,40 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
         }
         memcpy(op.u.kernel.params + offsets[i], src, k->param_size[i]);
     }
-    r = fake_submit(s, &op);
-    if (r == CUDA_SUCCESS) {
-        for (int i = 0; i < 3; i++) {
-            seen.grid[i] = grid[i];
-            seen.block[i] = block[i];
-        }
-        seen.shared = shared;
-        seen.extended = config != NULL;
-        last_launch = seen;
+    for (int i = 0; i < 3; i++) {
+        seen.grid[i] = grid[i];
+        seen.block[i] = block[i];
     }
+    seen.shared = shared;
+    seen.extended = config != NULL;
+    if (seen_out != NULL)
+        *seen_out = seen;
+    *out = op;
 done:
+    return r;
+}
+
+static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                       CUstream hStream, void **kernelParams, void **extra, const CUlaunchConfig *config)
+{
+    struct fakecuda_launch seen;
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    struct fake_op op;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_stream(hStream, &s);
+    if (r == CUDA_SUCCESS)
+        r = fake_kernel_op(fn, grid, block, shared, kernelParams, extra, config, &seen, &op);
+    if (r == CUDA_SUCCESS)
+        r = fake_submit(s, &op);
+    if (r == CUDA_SUCCESS)
+        last_launch = seen;
     fake_unlock();
     return r;
 }
+
 
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,

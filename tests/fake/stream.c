@@ -15,13 +15,12 @@
  * node captured before it, as on one stream.
  */
 #include "fake_internal.h"
+#include "fake_graph.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-struct fake_graph;
 
 struct fake_stream {
     struct fake_object obj;
@@ -44,42 +43,13 @@ struct fake_event {
     struct timespec when;
 };
 
-struct fake_graph_node {
-    struct fake_object obj;
-    struct fake_graph *graph;
-    size_t index;                      /* in graph->nodes: creation order */
-    struct fake_op op;
-    struct fake_graph_node **deps;     /* the nodes this one depends on */
-    size_t ndeps;
-    const struct fake_graph_node *original; /* the node it was cloned from */
-};
-
-struct fake_graph {
-    struct fake_object obj;
-    struct fake_graph_node **nodes;
-    size_t count, capacity;
-};
-
-/* One node of an executable graph: its operation and, for cuGraphExecUpdate,
- * its dependencies as indices into the graph it came from. */
-struct fake_exec_node {
-    struct fake_op op;
-    size_t *deps;
-    size_t ndeps;
-};
-
-struct fake_graph_exec {
-    struct fake_object obj;
-    struct fake_exec_node *nodes;
-    size_t count;
-};
-
 static unsigned long long next_stream_id = 1;
 
 /* ----------------------------------------------------------- operations */
 
 static void op_release(struct fake_op *op)
 {
+    fake_graph_op_release(op);
     if (op->kind == FAKE_OP_KERNEL) {
         free(op->u.kernel.params);
         op->u.kernel.params = NULL;
@@ -89,6 +59,8 @@ static void op_release(struct fake_op *op)
 static int op_copy(struct fake_op *dst, const struct fake_op *src)
 {
     *dst = *src;
+    if (src->kind == FAKE_OP_CHILD || src->kind == FAKE_OP_CONDITIONAL)
+        return fake_graph_op_copy(dst, src);
     if (src->kind == FAKE_OP_KERNEL && src->u.kernel.params_size != 0) {
         dst->u.kernel.params = malloc(src->u.kernel.params_size);
         if (dst->u.kernel.params == NULL)
@@ -148,6 +120,11 @@ CUresult fake_run_op(const struct fake_op *op)
         fake_event_stamp(op->u.event.event);
         break;
     case FAKE_OP_EMPTY:
+    case FAKE_OP_EVENT_WAIT: /* the fake's work is done when issued: nothing to wait for */
+        break;
+    case FAKE_OP_CHILD:
+    case FAKE_OP_CONDITIONAL:
+        r = fake_run_graph_op(op);
         break;
     }
     return r;
@@ -162,7 +139,7 @@ static void node_destroy(struct fake_object *self)
 
 /* Appends a node running op after the ndeps nodes deps (of g). Caller holds
  * the lock. Takes ownership of op's parameter buffer, also on failure. */
-static CUresult graph_append(struct fake_graph *g, struct fake_op *op, struct fake_graph_node *const *deps,
+CUresult fake_graph_append(struct fake_graph *g, struct fake_op *op, struct fake_graph_node *const *deps,
                              size_t ndeps, struct fake_graph_node **out)
 {
     struct fake_graph_node *node = NULL;
@@ -203,7 +180,7 @@ CUresult fake_submit(struct fake_stream *s, struct fake_op *op)
 {
     if (fake_stream_capturing(s)) {
         struct fake_graph *g = s->capture;
-        CUresult r = graph_append(g, op, g->count != 0 ? &g->nodes[g->count - 1] : NULL,
+        CUresult r = fake_graph_append(g, op, g->count != 0 ? &g->nodes[g->count - 1] : NULL,
                                   g->count != 0, NULL);
         if (r != CUDA_SUCCESS)
             s->capture_invalidated = 1;
@@ -434,9 +411,9 @@ static void graph_destroy(struct fake_object *self)
     free(g->nodes);
 }
 
-static struct fake_graph *graph_new(void)
+struct fake_graph *fake_graph_new(int counted)
 {
-    struct fake_graph *g = fake_object_new(FAKE_GRAPH, sizeof *g, NULL, 1);
+    struct fake_graph *g = fake_object_new(FAKE_GRAPH, sizeof *g, NULL, counted);
     if (g != NULL)
         g->obj.destroy = graph_destroy;
     return g;
@@ -455,7 +432,7 @@ static CUresult fake_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode 
     } else if (s->capture != NULL) {
         r = CUDA_ERROR_ILLEGAL_STATE;
     } else {
-        s->capture = graph_new();
+        s->capture = fake_graph_new(1);
         s->capture_invalidated = 0;
         s->capture_mode = mode;
         s->capture_thread = pthread_self();
@@ -684,7 +661,7 @@ static CUresult fake_cuGraphCreate(CUgraph *phGraph, unsigned int flags)
     fake_lock();
     CUresult r = fake_require_context(&ctx);
     if (r == CUDA_SUCCESS) {
-        struct fake_graph *g = graph_new();
+        struct fake_graph *g = fake_graph_new(1);
         if (g == NULL)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         else
@@ -731,6 +708,18 @@ static int node_of(const void *n, const struct fake_graph *g)
     return fake_object_valid(n, FAKE_GRAPH_NODE) && ((const struct fake_graph_node *)n)->graph == g;
 }
 
+CUresult fake_graph_check_dependencies(const struct fake_graph *g, const CUgraphNode *deps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!node_of(deps[i], g))
+            return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++)
+            if (deps[j] == deps[i])
+                return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                          const CUgraphNode *dependencies, size_t numDependencies)
 {
@@ -741,18 +730,12 @@ static CUresult fake_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGrap
     struct fake_graph *g = (struct fake_graph *)hGraph;
     if (!fake_object_valid(g, FAKE_GRAPH))
         r = CUDA_ERROR_INVALID_VALUE;
-    /* Every dependency a node of this graph, none named twice. */
-    for (size_t i = 0; r == CUDA_SUCCESS && i < numDependencies; i++) {
-        if (!node_of(dependencies[i], g))
-            r = CUDA_ERROR_INVALID_VALUE;
-        for (size_t j = 0; r == CUDA_SUCCESS && j < i; j++)
-            if (dependencies[j] == dependencies[i])
-                r = CUDA_ERROR_INVALID_VALUE;
-    }
+    if (r == CUDA_SUCCESS)
+        r = fake_graph_check_dependencies(g, dependencies, numDependencies);
     if (r == CUDA_SUCCESS) {
         struct fake_op op = { .kind = FAKE_OP_EMPTY };
         struct fake_graph_node *node;
-        r = graph_append(g, &op, (struct fake_graph_node *const *)dependencies, numDependencies, &node);
+        r = fake_graph_append(g, &op, (struct fake_graph_node *const *)dependencies, numDependencies, &node);
         if (r == CUDA_SUCCESS)
             *phGraphNode = (CUgraphNode)node;
     }
@@ -760,19 +743,11 @@ static CUresult fake_cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGrap
     return r;
 }
 
-static CUresult fake_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+/* Copies g's nodes into clone (empty), each remembering its original. */
+static CUresult copy_nodes(struct fake_graph *clone, const struct fake_graph *g)
 {
-    if (phGraphClone == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    fake_lock();
     CUresult r = CUDA_SUCCESS;
-    const struct fake_graph *g = (const struct fake_graph *)originalGraph;
-    struct fake_graph *clone = NULL;
     struct fake_graph_node *deps[64], **many = NULL;
-    if (!fake_object_valid(g, FAKE_GRAPH))
-        r = CUDA_ERROR_INVALID_VALUE;
-    else if ((clone = graph_new()) == NULL)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0; r == CUDA_SUCCESS && i < g->count; i++) {
         const struct fake_graph_node *n = g->nodes[i];
         struct fake_graph_node **d = deps;
@@ -790,14 +765,37 @@ static CUresult fake_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
         struct fake_graph_node *copy;
         if (!op_copy(&op, &n->op))
             r = CUDA_ERROR_OUT_OF_MEMORY;
-        else if ((r = graph_append(clone, &op, d, n->ndeps, &copy)) == CUDA_SUCCESS)
+        else if ((r = fake_graph_append(clone, &op, d, n->ndeps, &copy)) == CUDA_SUCCESS)
             copy->original = n;
     }
     free(many);
-    if (r == CUDA_SUCCESS)
-        *phGraphClone = (CUgraph)clone;
-    else
+    return r;
+}
+
+struct fake_graph *fake_graph_copy(const struct fake_graph *g, int counted)
+{
+    struct fake_graph *clone = fake_graph_new(counted);
+    if (clone != NULL && copy_nodes(clone, g) != CUDA_SUCCESS) {
         fake_object_delete(clone);
+        clone = NULL;
+    }
+    return clone;
+}
+
+static CUresult fake_cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    if (phGraphClone == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_graph *g = (const struct fake_graph *)originalGraph;
+    struct fake_graph *clone = NULL;
+    if (!fake_object_valid(g, FAKE_GRAPH))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if ((clone = fake_graph_copy(g, 1)) == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        *phGraphClone = (CUgraph)clone;
     fake_unlock();
     return r;
 }
@@ -865,6 +863,9 @@ static CUresult fake_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
         case FAKE_OP_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
         case FAKE_OP_EVENT_RECORD: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
         case FAKE_OP_EMPTY: *type = CU_GRAPH_NODE_TYPE_EMPTY; break;
+        case FAKE_OP_EVENT_WAIT: *type = CU_GRAPH_NODE_TYPE_WAIT_EVENT; break;
+        case FAKE_OP_CHILD: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
+        case FAKE_OP_CONDITIONAL: *type = CU_GRAPH_NODE_TYPE_CONDITIONAL; break;
         }
     }
     fake_unlock();
@@ -925,6 +926,7 @@ static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgra
     if (r == CUDA_SUCCESS) {
         /* An executable graph is a snapshot: later edits of the graph do not reach it. */
         x->obj.destroy = exec_destroy;
+        x->origin = g;
         x->nodes = exec_nodes_of(g);
         x->count = x->nodes != NULL ? g->count : 0;
         if (x->nodes == NULL) {
@@ -1022,6 +1024,8 @@ static CUresult fake_cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
             r = CUDA_ERROR_OUT_OF_MEMORY;
             resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR;
         } else {
+            for (size_t i = 0; i < x->count; i++)
+                nodes[i].disabled = x->nodes[i].disabled; /* an update keeps what was disabled */
             exec_nodes_free(x->nodes, x->count);
             x->nodes = nodes;
         }
@@ -1040,10 +1044,16 @@ static CUresult fake_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
     if (!fake_object_valid(x, FAKE_GRAPH_EXEC))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (fake_stream_capturing(s))
-        r = CUDA_ERROR_NOT_SUPPORTED; /* the fake has no child-graph nodes */
-    else
+        r = CUDA_ERROR_NOT_SUPPORTED; /* the fake does not capture a graph launch */
+    else {
+        for (size_t i = 0; i < x->count; i++) {
+            const struct fake_op *op = &x->nodes[i].op;
+            fake_conditional_defaults(&op, 1);
+        }
         for (size_t i = 0; r == CUDA_SUCCESS && i < x->count; i++)
-            r = fake_run_op(&x->nodes[i].op);
+            if (!x->nodes[i].disabled)
+                r = fake_run_op(&x->nodes[i].op);
+    }
     fake_unlock();
     return r;
 }

@@ -305,6 +305,25 @@ def _system_libcuabi():
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True).returncode == 0
 
 
+def cudadevrt_path():
+    """The toolkit's libcudadevrt.a (device code calling cudaGraphSetConditional
+    links it), or None: CUABI_TEST_CUDADEVRT, then CUDA_HOME/CUDA_PATH and
+    /usr/local/cuda*, then the CUDA 13 wheels' nvidia/cu13/lib."""
+    import glob
+    import site
+
+    given = os.environ.get("CUABI_TEST_CUDADEVRT")
+    if given:
+        return given if os.path.exists(given) else None
+    roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    roots += sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    cands = [os.path.join(r, "lib64", "libcudadevrt.a") for r in roots if r]
+    for sp in site.getsitepackages() + [site.getusersitepackages()]:
+        cands += [os.path.join(sp, "nvidia", "cu13", "lib", "libcudadevrt.a"),
+                  os.path.join(sp, "nvidia", "cuda_runtime", "lib", "libcudadevrt.a")]
+    return next((c for c in cands if os.path.exists(c)), None)
+
+
 _CPYTHON = sys.implementation.name == "cpython"
 # (start of the skip reason, condition under which that skip is expected)
 _ALLOWED_SKIPS = [
@@ -323,6 +342,7 @@ _ALLOWED_SKIPS = [
     ("NVRTC not installed", _nvrtc_missing),
     ("NVRTC or nvJitLink not installed", lambda: _nvrtc_missing() or _nvjitlink_missing()),
     ("libNVVM not found", _nvvm_missing),
+    ("libcudadevrt.a not found", lambda: cudadevrt_path() is None),
     ("no toolkit stub libcuda.so here", lambda: STUB is None),
     ("libfakecuda_nogpa.so not built", lambda: NOGPA is None),
     ("testing an installed copy", lambda: os.environ.get("CUABI_TEST_INSTALLED") == "1"),
