@@ -14,10 +14,22 @@ pytestmark = pytest.mark.skipif(os.environ.get("CUABI_TEST_INSTALLED") == "1",
                                 reason="testing an installed copy")
 
 
+def _release_like_library(out):
+    """LIBCUABI without its debug information, as a Release build (what pip and
+    tools/build-wheels make) has it: the size budget is about what users get."""
+    import shutil
+    lib = os.path.join(str(out), "lib", "libcuabi.so.1")
+    os.makedirs(os.path.dirname(lib))
+    shutil.copy(LIBCUABI, lib)
+    if shutil.which("strip"):
+        subprocess.run(["strip", "--strip-debug", lib], check=True)
+    return lib
+
+
 def _build_wheel(out, **env):
     code = ("import sys; sys.path.insert(0, %r); import build_backend; "
             "print(build_backend.build_wheel(%r))" % (PYDIR, str(out)))
-    env = dict(os.environ, CUABI_PREBUILT_LIBRARY=LIBCUABI, **env)
+    env = dict(os.environ, CUABI_PREBUILT_LIBRARY=_release_like_library(out), **env)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
     return os.path.join(str(out), p.stdout.strip().splitlines()[-1])
