@@ -615,6 +615,9 @@ PYTHON_CONSTANTS = (
     "CU_MEMHOSTALLOC_DEVICEMAP", "CU_MEMHOSTALLOC_PORTABLE", "CU_MEMHOSTALLOC_WRITECOMBINED",
     "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD", "CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT",
     "CU_MEMPOOL_ATTR_USED_MEM_CURRENT",
+    "CU_MEM_ACCESS_FLAGS_PROT_NONE", "CU_MEM_ACCESS_FLAGS_PROT_READ", "CU_MEM_ACCESS_FLAGS_PROT_READWRITE",
+    "CU_MEM_ALLOC_GRANULARITY_MINIMUM", "CU_MEM_ALLOC_GRANULARITY_RECOMMENDED",
+    "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR",
     "CU_MEM_ALLOCATION_TYPE_PINNED", "CU_MEM_ATTACH_GLOBAL", "CU_MEM_ATTACH_HOST",
     "CU_MEM_HANDLE_TYPE_NONE", "CU_MEM_LOCATION_TYPE_DEVICE", "CU_MEM_LOCATION_TYPE_HOST",
     "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL",
@@ -647,7 +650,7 @@ def gen_constants(table):
 # goes here; generation fails if the table has no record of it.
 PYTHON_RECORDS = (
     "CUgraphExecUpdateResultInfo", "CUlaunchAttribute", "CUlaunchAttributeValue.clusterDim",
-    "CUlaunchConfig", "CUmemLocation", "CUmemPoolProps",
+    "CUlaunchConfig", "CUmemAccessDesc", "CUmemAllocationProp", "CUmemLocation", "CUmemPoolProps",
 )
 
 # struct codes (standard sizes, "=") of the table's field codes
