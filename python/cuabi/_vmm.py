@@ -250,6 +250,7 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
         if need == 0:
             self._size = n
             return base
+        moved: Optional[Tuple[int, List[Tuple[int, int, int]], List[Tuple[int, int]]]] = None
         with deferred(), self._in_context():
             undo = _Undo()
             ranges, chunks = list(self._ranges), list(self._chunks)
@@ -261,12 +262,16 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
                         self._map_new(base, mapped, reserved - mapped, undo)
                     self._map_new(base, reserved, need - (reserved - mapped), undo)
                 else:
-                    base = self._move(mapped + need, undo, move)
+                    self._move(mapped + need, undo, move)
+                    moved = (base, chunks, ranges)
+                    base = self._h
             except BaseException:
                 undo.run()
                 self._ranges, self._chunks = ranges, chunks
                 raise
-        self._size = n
+            self._size = n
+            if moved is not None:  # the new layout is complete: the old mappings and ranges go
+                _release_all(*moved, release_chunks=False)
         return base
 
     def _extend(self, at: int, size: int, undo: _Undo) -> bool:
@@ -280,15 +285,15 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
         self._ranges.append((addr, size))
         return True
 
-    def _move(self, total: int, undo: _Undo, move: bool) -> int:
-        """Map every chunk into a new range of ``total`` bytes, add the rest as
-        a new chunk, then drop the old mappings and ranges; the new base."""
+    def _move(self, total: int, undo: _Undo, move: bool) -> None:
+        """Map every chunk into a new range of ``total`` bytes and add the rest
+        as a new chunk; the caller drops the old mappings and ranges."""
         if not move:
             raise BufferError("the buffer cannot grow in place and move=False")
         reason = self._busy()
         if reason:
             raise BufferError("cannot move the VirtualBuffer: %s" % reason)
-        old_ranges, old_chunks = self._ranges, self._chunks
+        old_chunks = self._chunks
         self._ranges, self._chunks = [], []
         new = self._reserve(total, 0, undo)
         access = sorted(self._access.items())
@@ -298,12 +303,7 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
         end = sum(c[2] for c in old_chunks)
         self._set_access(new, end, access)
         self._map_new(new, end, total - end, undo)
-        # the new layout is complete: from here on the old one goes, and nothing is undone
-        undo.steps.clear()
-        old = self._h
         self._h = new
-        _release_all(old, old_chunks, old_ranges, release_chunks=False)
-        return new
 
     # -- access ---------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define VMM_GRANULARITY ((size_t)2 << 20) /* an H200's minimum and recommended granularity */
@@ -40,6 +41,7 @@ struct vmm_handle {
     int released;           /* cuMemRelease was called: the handle is gone, its memory may not be */
     unsigned mappings;      /* live mappings of it */
     CUmemAllocationHandleType types;
+    int counted;            /* its size counts in vmm_used (an imported handle's does not) */
     struct vmm_handle *next;
 };
 
@@ -62,6 +64,8 @@ static struct vmm_handle *handles;
 static struct vmm_mapping *mappings;
 static struct vmm_reservation *reservations;
 static unsigned live_handles, live_mappings, live_reservations; /* live_handles: memory, released or not */
+/* Bytes of chunks per device, held to FAKECUDA_TOTAL_MEM (apart from cuMemAlloc's count). */
+static size_t vmm_used[FAKE_MAX_DEVICES];
 
 /* ---------------------------------------------------- injected failures */
 
@@ -327,6 +331,8 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
     fake_lock();
     r = injected("cuMemCreate");
     struct vmm_handle *h = NULL;
+    if (r == CUDA_SUCCESS && size > fake_settings()->total_mem - vmm_used[prop->location.id])
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && (h = calloc(1, sizeof *h)) == NULL)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
@@ -341,6 +347,8 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
         h->size = size;
         h->device = prop->location.id;
         h->types = prop->requestedHandleTypes;
+        h->counted = 1;
+        vmm_used[h->device] += size;
         h->next = handles;
         handles = h;
         live_handles++;
@@ -364,6 +372,8 @@ static void handle_drop_if_unused(struct vmm_handle *h)
         }
     }
     close(h->fd);
+    if (h->counted)
+        vmm_used[h->device] -= h->size;
     free(h);
     live_handles--;
 }
@@ -506,7 +516,46 @@ static CUresult fake_cuMemExportToShareableHandle(void *shareableHandle, CUmemGe
     return r;
 }
 
+/* A new handle to the memory behind a descriptor cuMemExportToShareableHandle gave
+ * (the descriptor is passed as the pointer's value, as the driver takes it). */
+static CUresult fake_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                    CUmemAllocationHandleType shHandleType)
+{
+    if (handle == NULL || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = (int)(intptr_t)osHandle;
+    struct stat st;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct vmm_handle *h = NULL;
+    /* only descriptors of the fake's own chunks: same file as a live handle's */
+    for (struct vmm_handle *p = handles; p != NULL && h == NULL; p = p->next) {
+        struct stat mine;
+        if (fstat(fd, &st) == 0 && fstat(p->fd, &mine) == 0 && st.st_ino == mine.st_ino && st.st_dev == mine.st_dev)
+            h = p;
+    }
+    struct vmm_handle *n = NULL;
+    if (h == NULL)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if ((n = calloc(1, sizeof *n)) == NULL || (n->fd = dup(fd)) < 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        n->size = h->size;
+        n->device = h->device;
+        n->types = h->types;
+        n->next = handles;
+        handles = n;
+        live_handles++;
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)n;
+    } else {
+        free(n);
+    }
+    fake_unlock();
+    return r;
+}
+
 const struct fake_impl fake_impls_vmm[] = {
+    FAKE_IMPL("cuMemImportFromShareableHandle", 10020, fake_cuMemImportFromShareableHandle),
     FAKE_IMPL("cuMemGetAllocationGranularity", 10020, fake_cuMemGetAllocationGranularity),
     FAKE_IMPL("cuMemAddressReserve", 10020, fake_cuMemAddressReserve),
     FAKE_IMPL("cuMemAddressFree", 10020, fake_cuMemAddressFree),

@@ -222,8 +222,17 @@ def test_exported_handles_are_file_descriptors_of_the_chunks(vmm):
     try:
         assert (offset, size) == (0, G)
         assert os.pread(fd, 16, 0) == b"\x77" * 16
+        h = d.cuMemImportFromShareableHandle(fd, 1)  # the descriptor's value is the "pointer"
     finally:
         os.close(fd)
+    a = d.cuMemAddressReserve(G, 0, 0, 0)
+    d.cuMemMap(a, G, 0, h, 0)
+    d.cuMemSetAccess(a, G, _access(), 1)
+    d.cuMemsetD8(a, 0x78, 4)  # written through the import, seen through the buffer
+    assert b.to_bytes()[:5] == b"\x78\x78\x78\x78\x77"
+    d.cuMemUnmap(a, G)
+    d.cuMemRelease(h)
+    d.cuMemAddressFree(a, G)
     b.close()
     plain = cuabi.VirtualMemoryResource().allocate(G)
     with pytest.raises(cuabi.CUDAError):
@@ -372,3 +381,11 @@ def test_fake_grants_an_address_hint_only_where_it_is_free(vmm):
     assert b == a + G and c not in (a, b)
     for p in (a, b, c):
         d.cuMemAddressFree(p, G)
+
+
+def test_an_allocation_beyond_the_devices_memory_fails_in_create_and_frees_its_range(vmm):
+    """cuMemCreate refuses more than FAKECUDA_TOTAL_MEM; the reservation made before it is freed."""
+    _free, total = d.cuMemGetInfo()
+    with pytest.raises(cuabi.errors.OutOfMemoryError):
+        cuabi.VirtualMemoryResource().allocate(total + G)
+    assert vmm.live() == (0, 0, 0)
