@@ -191,7 +191,7 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
     # -- building blocks: each records its inverse in `undo` ---------------------------------
 
     def _reserve(self, size: int, hint: int, undo: _Undo) -> int:
-        addr = _d.cuMemAddressReserve(size, 0, hint, 0)
+        addr = _d.cuMemAddressReserve(size, self._mr._granularity, hint, 0)
         undo.add(lambda: _d.cuMemAddressFree(addr, size))
         self._ranges.append((addr, size))
         return addr
@@ -277,7 +277,7 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
     def _extend(self, at: int, size: int, undo: _Undo) -> bool:
         """Reserve ``size`` bytes exactly at ``at`` (the driver takes the
         address as a hint); False, with nothing kept, when it chose another."""
-        addr = _d.cuMemAddressReserve(size, 0, at, 0)
+        addr = _d.cuMemAddressReserve(size, self._mr._granularity, at, 0)
         if addr != at:
             _d.cuMemAddressFree(addr, size)
             return False
