@@ -393,13 +393,13 @@ def _release_all(base: int, chunks: List[Tuple[int, int, int]], ranges: List[Tup
     ``release_chunks``), free ``ranges``: in that order, every step tried
     even when one fails; the first failure is raised at the end."""
     first: Optional[BaseException] = None
-    steps: List[Callable[[], Any]] = [lambda a=base + o, s=s: _d.cuMemUnmap(a, s) for _h, o, s in chunks]
+    steps: List[Tuple[Callable[..., Any], Tuple[int, ...]]] = [(_d.cuMemUnmap, (base + o, s)) for _h, o, s in chunks]
     if release_chunks:
-        steps += [lambda h=h: _d.cuMemRelease(h) for h, _o, _s in chunks]
-    steps += [lambda a=a, s=s: _d.cuMemAddressFree(a, s) for a, s in ranges]
-    for step in steps:
+        steps += [(_d.cuMemRelease, (h,)) for h, _o, _s in chunks]
+    steps += [(_d.cuMemAddressFree, r) for r in ranges]
+    for call, args in steps:
         try:
-            step()
+            call(*args)
         except Exception as exc:
             first = first or exc
     if first is not None:
