@@ -315,9 +315,20 @@ class VirtualBuffer(_DeviceMemoryMixin, Resource):
         dev = Device(device).device_id
         flag = _access_flag(access)
         base = self.ptr
-        with self._in_context():
-            for _h, offset, size in self._chunks:  # per mapping: a range never spans two reservations
-                self._set_access(base + offset, size, [(dev, flag)])
+        done: List[Tuple[int, int, int]] = []
+        with deferred(), self._in_context():
+            try:
+                for chunk in self._chunks:  # per mapping: a range never spans two reservations
+                    self._set_access(base + chunk[1], chunk[2], [(dev, flag)])
+                    done.append(chunk)
+            except BaseException:  # the chunks changed so far get their old access back
+                old = [(dev, self._access.get(dev, CU_MEM_ACCESS_FLAGS_PROT_NONE))]
+                for _h, offset, size in done:
+                    try:
+                        self._set_access(base + offset, size, old)
+                    except Exception:
+                        pass  # the failure raised is the first one
+                raise
         self._access[dev] = flag
 
     def access(self, device: Any = None) -> str:

@@ -9,6 +9,7 @@ import struct
 import pytest
 
 import cuabi
+from conftest import run_json
 from cuabi import driver as d
 
 MiB = 1 << 20
@@ -204,6 +205,58 @@ def test_grant_access_on_the_owning_device(vmm, access):
         b.grant_access(0, "write")
     with pytest.raises(ValueError, match="out of range"):
         b.grant_access(7, "rw")  # no such device
+    b.close()
+
+
+def test_a_second_device_reaches_the_memory_only_once_given_access(fake):
+    """With two fake devices, device 1 copies from device 0's buffer only after grant_access or peers=."""
+    out = run_json("""
+        import json, struct, cuabi
+        from cuabi import driver as d
+        from cuabi.errors import CUDAError
+        G = 2 << 20
+        one = cuabi.Device(1)
+
+        def read_from_device_1(ptr):  # a raw copy in device 1's context
+            out = bytearray(4)
+            with one.context:
+                try:
+                    d.cuMemcpyDtoH(out, ptr, 4)
+                    return out.hex()
+                except CUDAError as exc:
+                    return exc.name
+
+        b = cuabi.VirtualMemoryResource(device=0).allocate(G)
+        b.copy_from(b"\x11" * G)
+        res = {"before": read_from_device_1(b.ptr), "access_before": b.access(1)}
+        b.grant_access(1, "r")
+        res["after"] = read_from_device_1(b.ptr)
+        res["access_after"] = [b.access(1), b.access(0)]
+        b.grow(3 * G)
+        res["grown"] = d.cuMemGetAccess(bytearray(struct.pack("=Ii", 1, 1)), b.ptr + 2 * G)
+        b.grant_access(1, "none")
+        res["revoked"] = read_from_device_1(b.ptr)
+        b.close()
+        p = cuabi.VirtualMemoryResource(device=0, peers=[1]).allocate(G)
+        p.fill(0x22)
+        res["peers"] = [p.access(1), read_from_device_1(p.ptr)]
+        p.close()
+        print(json.dumps(res))
+    """, env={"FAKECUDA_DEVICE_COUNT": "2"})
+    assert out == {"before": "CUDA_ERROR_INVALID_VALUE", "access_before": "none", "after": "11111111",
+                   "access_after": ["r", "rw"], "grown": 1, "revoked": "CUDA_ERROR_INVALID_VALUE",
+                   "peers": ["rw", "22222222"]}
+
+
+def test_a_failed_grant_puts_the_old_access_back(vmm):
+    """grant_access failing on the second chunk restores the first chunk's access and keeps the buffer's."""
+    b = cuabi.VirtualMemoryResource(reserve=2 * G).allocate(G)
+    b.grow(2 * G)  # two chunks: one cuMemSetAccess each
+    vmm.fail("cuMemSetAccess", 2)
+    with pytest.raises(cuabi.errors.OutOfMemoryError):
+        b.grant_access(0, "r")
+    assert d.cuMemGetAccess(bytearray(struct.pack("=Ii", 1, 0)), b.ptr) == 3
+    assert b.access() == "rw"
     b.close()
 
 
