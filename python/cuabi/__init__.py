@@ -75,6 +75,8 @@ _LAZY = {
     "PinnedMemoryResource": ("_memory_resource", "PinnedMemoryResource"),
     "ManagedMemoryResource": ("_memory_resource", "ManagedMemoryResource"),
     "discard_batch": ("_memory", "discard_batch"),
+    "VirtualMemoryResource": ("_vmm", "VirtualMemoryResource"),
+    "VirtualBuffer": ("_vmm", "VirtualBuffer"),
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
     "Kernel": ("_kernel", "Kernel"),
@@ -130,6 +132,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._memory_resource import (
         ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
         PinnedMemoryResource as PinnedMemoryResource)
+    from ._vmm import VirtualBuffer as VirtualBuffer, VirtualMemoryResource as VirtualMemoryResource
     from ._module import Library as Library, Module as Module
     from ._nvvm_program import (
         NVVMProgram as NVVMProgram, nvvm_ir_version as nvvm_ir_version, nvvm_version as nvvm_version)

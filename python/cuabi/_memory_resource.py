@@ -5,12 +5,14 @@ without caring which kind it gets.
 A memory resource hands out buffers with ``allocate(size, stream=None)`` and
 takes them back with ``deallocate(buffer, stream=None)``, and says where its
 memory can be reached from (``is_device_accessible``, ``is_host_accessible``)
-and which device it belongs to (``device_id``).  Three kinds implement it:
+and which device it belongs to (``device_id``).  Four kinds implement it:
 
 * :class:`cuabi.MemoryPool` (``cuabi._memory``): device memory from a
   stream-ordered pool (a pool of one's own, or ``MemoryPool.default()``);
 * :class:`PinnedMemoryResource`: page-locked host memory (``cuMemHostAlloc``);
-* :class:`ManagedMemoryResource`: unified memory (``cuMemAllocManaged``).
+* :class:`ManagedMemoryResource`: unified memory (``cuMemAllocManaged``);
+* :class:`cuabi.VirtualMemoryResource` (``cuabi._vmm``): device memory mapped
+  into reserved address space, in buffers that can grow.
 
 The pinned and managed kinds allocate at once, not in stream order: their
 ``stream`` arguments are accepted so that every resource is called the same

@@ -16,6 +16,8 @@ FORMATS = {
     'CUlaunchAttribute': '=I4s64s',
     'CUlaunchAttributeValue.clusterDim': '=III',
     'CUlaunchConfig': '=IIIIIII4xQQI4x',
+    'CUmemAccessDesc': '=IiI',
+    'CUmemAllocationProp': '=IIIiQ1s1sH4s',
     'CUmemLocation': '=Ii',
     'CUmemPoolProps': '=IIIiQQH1s53s',
 }
@@ -31,6 +33,8 @@ FIELDS = {
     'CUlaunchAttribute': ('id', 'pad', 'value'),
     'CUlaunchAttributeValue.clusterDim': ('x', 'y', 'z'),
     'CUlaunchConfig': ('gridDimX', 'gridDimY', 'gridDimZ', 'blockDimX', 'blockDimY', 'blockDimZ', 'sharedMemBytes', 'hStream', 'attrs', 'numAttrs'),
+    'CUmemAccessDesc': ('location.type', 'location.id', 'flags'),
+    'CUmemAllocationProp': ('type', 'requestedHandleTypes', 'location.type', 'location.id', 'win32HandleMetaData', 'allocFlags.compressionType', 'allocFlags.gpuDirectRDMACapable', 'allocFlags.usage', 'allocFlags.reserved'),
     'CUmemLocation': ('type', 'id'),
     'CUmemPoolProps': ('allocType', 'handleTypes', 'location.type', 'location.id', 'win32SecurityAttributes', 'maxSize', 'usage', 'gpuDirectRDMACapable', 'reserved'),
 }
@@ -46,6 +50,8 @@ SIZES = {
     'CUlaunchAttribute': 72,
     'CUlaunchAttributeValue.clusterDim': 12,
     'CUlaunchConfig': 56,
+    'CUmemAccessDesc': 12,
+    'CUmemAllocationProp': 32,
     'CUmemLocation': 8,
     'CUmemPoolProps': 88,
 }

@@ -128,6 +128,9 @@ struct fake_context *fake_memory_context(uintptr_t p);
 /* Device memory for globals of modules: counted like cuMemAlloc memory. */
 CUresult fake_alloc_device(struct fake_context *ctx, CUdevice dev, size_t size, void **out);
 void fake_free_device(void *p);
+/* Mapped virtual memory (vmm.c) holding [p, p+n) that the current context's
+ * device may access, as an allocation, or NULL. Caller holds the lock. */
+struct fake_allocation *fake_vmm_find(uintptr_t p, size_t n);
 
 /* ---- interprocess pools and events (ipc.c) ---- */
 struct fake_ipc_region;
@@ -267,6 +270,7 @@ extern const struct fake_impl fake_impls_module[];
 extern const struct fake_impl fake_impls_ipc[];
 extern const struct fake_impl fake_impls_driver[];
 extern const struct fake_impl fake_impls_graph[];
+extern const struct fake_impl fake_impls_vmm[];
 
 /* Record mode: a closure for symbol (NULL with *status set when there is none). */
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,

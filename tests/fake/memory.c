@@ -121,7 +121,7 @@ struct fake_allocation *fake_find_allocation(uintptr_t p, size_t n)
         if (p >= base && p - base < a->size)
             return (n <= a->size - (p - base)) ? a : NULL;
     }
-    return NULL;
+    return fake_vmm_find(p, n);
 }
 
 struct fake_context *fake_memory_context(uintptr_t p)
