@@ -108,6 +108,8 @@ struct fake_allocation {
     /* Managed memory: per page the advice given (cuMemAdvise), allocated by
      * the first advice. */
     struct fake_advice *advice;
+    /* Allocated in stream order (cuMemAllocAsync, cuMemAllocFromPoolAsync). */
+    unsigned char stream_ordered;
     struct fake_allocation *next;
 };
 #define FAKE_PAGE_SIZE 4096
@@ -135,7 +137,10 @@ int fake_stream_capturing(const struct fake_stream *s);
 /* Operations that can be captured into a graph (FAKE_OP_EMPTY: an empty
  * node, cuGraphAddEmptyNode). */
 enum fake_op_kind {
-    FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD, FAKE_OP_EMPTY
+    FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD, FAKE_OP_EMPTY,
+    /* graph memory (memory.c): allocation and free nodes made by capturing
+     * cuMemAllocAsync / cuMemFreeAsync */
+    FAKE_OP_MEM_ALLOC, FAKE_OP_MEM_FREE
 };
 struct fake_launch {
     unsigned grid[3];
@@ -160,6 +165,7 @@ struct fake_op {
         struct { void *dst; unsigned value; unsigned element_size; size_t count; } memset;
         struct { CUhostFn fn; void *user_data; } host;
         struct { CUevent event; } event;
+        struct { void *ptr; } mem; /* FAKE_OP_MEM_ALLOC, FAKE_OP_MEM_FREE */
     } u;
 };
 /* Runs op now, or appends it to the graph s is capturing. Takes ownership of
@@ -168,6 +174,11 @@ CUresult fake_submit(struct fake_stream *s, struct fake_op *op);
 /* Executes an operation (used by fake_submit and by graph replay). Caller holds the lock. */
 CUresult fake_run_op(const struct fake_op *op);
 void fake_event_stamp(CUevent event);
+/* Graph memory (memory.c): runs an allocation or free node; a node that
+ * allocates holds its memory (delta +1 when copied, -1 when released).
+ * Caller holds the lock. */
+CUresult fake_graph_mem_run(const struct fake_op *op);
+void fake_graph_mem_hold(const struct fake_op *op, int delta);
 
 /* ---- modules and kernels (module.c, kernels.c) ---- */
 #define FAKE_KERNEL_MAX_PARAMS 16

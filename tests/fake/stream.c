@@ -74,6 +74,8 @@ static unsigned long long next_stream_id = 1;
 
 static void op_release(struct fake_op *op)
 {
+    if (op->kind == FAKE_OP_MEM_ALLOC)
+        fake_graph_mem_hold(op, -1);
     if (op->kind == FAKE_OP_KERNEL) {
         free(op->u.kernel.params);
         op->u.kernel.params = NULL;
@@ -83,6 +85,8 @@ static void op_release(struct fake_op *op)
 static int op_copy(struct fake_op *dst, const struct fake_op *src)
 {
     *dst = *src;
+    if (src->kind == FAKE_OP_MEM_ALLOC)
+        fake_graph_mem_hold(src, 1);
     if (src->kind == FAKE_OP_KERNEL && src->u.kernel.params_size != 0) {
         dst->u.kernel.params = malloc(src->u.kernel.params_size);
         if (dst->u.kernel.params == NULL)
@@ -142,6 +146,10 @@ CUresult fake_run_op(const struct fake_op *op)
         fake_event_stamp(op->u.event.event);
         break;
     case FAKE_OP_EMPTY:
+        break;
+    case FAKE_OP_MEM_ALLOC:
+    case FAKE_OP_MEM_FREE:
+        r = fake_graph_mem_run(op);
         break;
     }
     return r;
@@ -802,6 +810,8 @@ static CUresult fake_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
         case FAKE_OP_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
         case FAKE_OP_EVENT_RECORD: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
         case FAKE_OP_EMPTY: *type = CU_GRAPH_NODE_TYPE_EMPTY; break;
+        case FAKE_OP_MEM_ALLOC: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
+        case FAKE_OP_MEM_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
         }
     }
     fake_unlock();
