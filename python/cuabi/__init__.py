@@ -75,6 +75,12 @@ _LAZY = {
     "PinnedMemoryResource": ("_memory_resource", "PinnedMemoryResource"),
     "ManagedMemoryResource": ("_memory_resource", "ManagedMemoryResource"),
     "discard_batch": ("_memory", "discard_batch"),
+    "PinnedMemoryPool": ("_pools", "PinnedMemoryPool"),
+    "ManagedMemoryPool": ("_pools", "ManagedMemoryPool"),
+    "PinnedPoolBuffer": ("_pools", "PinnedPoolBuffer"),
+    "ManagedPoolBuffer": ("_pools", "ManagedPoolBuffer"),
+    "GraphMemoryResource": ("_pools", "GraphMemoryResource"),
+    "copy_batch": ("_pools", "copy_batch"),
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
     "Kernel": ("_kernel", "Kernel"),
@@ -119,6 +125,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         ManagedMemoryResource as ManagedMemoryResource, MemoryResource as MemoryResource,
         PinnedMemoryResource as PinnedMemoryResource)
     from ._module import Library as Library, Module as Module
+    from ._pools import (
+        GraphMemoryResource as GraphMemoryResource, ManagedMemoryPool as ManagedMemoryPool,
+        ManagedPoolBuffer as ManagedPoolBuffer, PinnedMemoryPool as PinnedMemoryPool,
+        PinnedPoolBuffer as PinnedPoolBuffer, copy_batch as copy_batch)
     from ._program_options import ProgramOptions as ProgramOptions
     from ._strided_view import StridedMemoryView as StridedMemoryView
     from ._own_api import (
