@@ -81,8 +81,7 @@ def test_gpu_managed_pool_memory_migrates_between_host_and_kernel(kernels):
 
 
 def test_gpu_graph_memory_is_allocated_and_freed_by_each_launch(kernels):
-    """A captured graph allocates scratch memory, fills it with a kernel, copies it out and
-    frees it; every launch gives the same result and the device's counters see the memory."""
+    """Each launch allocates, fills, copies out and frees graph memory; the counters see it."""
     _, iota = kernels
     s = cuabi.Stream()
     g = cuabi.GraphMemoryResource()
@@ -108,8 +107,7 @@ def test_gpu_graph_memory_is_allocated_and_freed_by_each_launch(kernels):
 
 
 def test_gpu_graph_memory_left_live_is_freed_after_the_launch(kernels):
-    """Memory the graph does not free is there after the launch for the host to copy; closing
-    the buffer frees it in stream order, and the graph can be launched again."""
+    """Graph memory left live after a launch is read, then freed; the graph then launches again."""
     _, iota = kernels
     s = cuabi.Stream()
     g = cuabi.GraphMemoryResource()

@@ -31,8 +31,7 @@ def _node_types(graph):
 # -- pinned and managed pools ---------------------------------------------------------------
 
 def test_pinned_pool_memory_is_host_memory_the_device_may_use(ctx):
-    """A pinned pool lives on the host, grants its device read-write access, and its
-    buffers are written by the host and copied by the device."""
+    """A pinned pool's host memory is granted to its device: the host writes it, copies move it."""
     s = cuabi.Stream()
     pool = cuabi.PinnedMemoryPool()
     assert isinstance(pool, cuabi.MemoryResource) and isinstance(pool, cuabi.MemoryPool)
@@ -70,8 +69,7 @@ def test_pinned_pool_on_a_numa_node(ctx):
 
 
 def test_managed_pool_buffers_migrate_like_managed_buffers(ctx):
-    """A managed pool's buffers are unified memory: the host writes them, the driver says
-    they are managed, and prefetch, advise and the batch calls take them."""
+    """Managed pool buffers are managed memory that prefetch, advise and the batch calls take."""
     s = cuabi.Stream()
     for preferred in (None, "device", "host"):
         pool = cuabi.ManagedMemoryPool(preferred=preferred)
@@ -93,8 +91,7 @@ def test_managed_pool_buffers_migrate_like_managed_buffers(ctx):
 
 
 def test_host_pools_keep_the_pool_counters(ctx):
-    """Used and reserved memory follow allocations; the release threshold keeps freed
-    memory reserved; trim gives it back."""
+    """Used and reserved memory follow allocations, the release threshold and trim."""
     s = cuabi.Stream()
     for pool in (cuabi.PinnedMemoryPool(release_threshold=1 << 20), cuabi.ManagedMemoryPool(max_size=1 << 24)):
         if pool.release_threshold == 0:
@@ -154,8 +151,7 @@ def test_host_pools_have_no_default_and_are_not_a_devices_pool(ctx):
 
 
 def test_the_fake_grants_host_pool_access_as_the_driver_does(ctx):
-    """Raw driver behaviour the pools rely on: a host pool starts host-only, a device pool
-    keeps its own device's access, a managed pool is reachable everywhere."""
+    """The fake grants pool access and refuses pool locations as CUDA 13.0 documents."""
     props = bytearray(88)
     struct.pack_into("=IIIi", props, 0, d.CU_MEM_ALLOCATION_TYPE_PINNED, 0, CU_MEM_LOCATION_TYPE_HOST, 0)
     h = d.cuMemPoolCreate(props)
@@ -187,8 +183,7 @@ def test_the_fake_grants_host_pool_access_as_the_driver_does(ctx):
 # -- one rule for deallocate misuse ------------------------------------------------------------
 
 def test_every_resource_refuses_misuse_the_same_way(ctx):
-    """TypeError for a kind the resource never returns, ValueError for another resource's
-    buffer of its kind; nothing is freed; deallocating a closed buffer of its own does nothing."""
+    """Wrong kind: TypeError; another resource's buffer: ValueError; nothing freed; a closed one: no-op."""
     s = cuabi.Stream()
     resources = [cuabi.MemoryPool(), cuabi.PinnedMemoryPool(), cuabi.ManagedMemoryPool(),
                  cuabi.PinnedMemoryResource(), cuabi.ManagedMemoryResource()]
@@ -220,8 +215,7 @@ def test_every_resource_refuses_misuse_the_same_way(ctx):
 # -- graph memory ---------------------------------------------------------------------------
 
 def test_graph_memory_becomes_allocation_and_free_nodes(ctx):
-    """Allocated and freed during capture, the memory is two graph nodes; each launch
-    allocates and frees it again and the work between sees it."""
+    """Capture makes allocation and free nodes; each launch allocates, uses and frees the memory."""
     s = cuabi.Stream()
     g = cuabi.GraphMemoryResource()
     assert (g.is_device_accessible, g.is_host_accessible, g.device_id) == (True, False, 0)
@@ -252,8 +246,7 @@ def test_graph_memory_becomes_allocation_and_free_nodes(ctx):
 
 
 def test_graph_memory_left_live_by_a_launch_is_freed_in_stream_order(ctx):
-    """Memory the graph does not free stays live after a launch (used_memory counts it);
-    the buffer's close frees it; a second launch before that is refused by the driver."""
+    """Memory a launch leaves live counts as used until freed; relaunching before that is refused."""
     s = cuabi.Stream()
     g = cuabi.GraphMemoryResource()
     with cuabi.Graph.capture(s) as cap:
@@ -319,8 +312,7 @@ def test_copy_batch_copies_every_triple(ctx):
 
 
 def test_copy_batch_refuses_bad_batches_before_copying(ctx):
-    """Sizes past a buffer, empty batches, bad options and the legacy stream are refused
-    in Python; a bad address is refused by the driver before any copy is made."""
+    """Bad batches are refused in Python, or by the driver before any copy is made."""
     s = cuabi.Stream()
     a, b = cuabi.DeviceBuffer(16), cuabi.DeviceBuffer(16)
     a.fill(1)
