@@ -496,16 +496,16 @@ class _Migratable:
         a :class:`Device` or a device ordinal."""
         if location == "host":
             return (CU_MEM_LOCATION_TYPE_HOST, 0)
-        dev = self._ctx.device if location == "device" else Device(location)
+        dev = self._ctx.device if location == "device" else Device(location)  # type: ignore[attr-defined]
         return (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
 
     def prefetch(self, location: Any = "device", *, stream: Any = None) -> None:
         """Migrate the memory to the device (``"device"``, a Device or an
         ordinal) or ``"host"``, in stream order."""
         loc = self._location(location)
-        p = self.ptr
-        with self._in_context():
-            _d.cuMemPrefetchAsync(p, self._size, loc, 0, stream_handle(stream))
+        p = self.ptr  # type: ignore[attr-defined]
+        with self._in_context():  # type: ignore[attr-defined]
+            _d.cuMemPrefetchAsync(p, self._size, loc, 0, stream_handle(stream))  # type: ignore[attr-defined]
 
     def advise(self, advice: Any, location: Any = "device") -> None:
         """Tell the driver how the memory will be used (``cuMemAdvise``).
@@ -518,9 +518,9 @@ class _Migratable:
         """
         a = _advice_id(advice)
         loc = self._location(location)
-        p = self.ptr
-        with self._in_context():
-            _d.cuMemAdvise(p, self._size, a, loc)
+        p = self.ptr  # type: ignore[attr-defined]
+        with self._in_context():  # type: ignore[attr-defined]
+            _d.cuMemAdvise(p, self._size, a, loc)  # type: ignore[attr-defined]
 
     def discard(self, *, stream: Any) -> None:
         """Declare the contents no longer needed (``cuMemDiscardBatchAsync``,
@@ -528,7 +528,7 @@ class _Migratable:
         the driver refuses for this call): the driver may drop the pages
         instead of migrating them; what a later read sees is undefined until
         written."""
-        discard_batch([self], stream=stream)
+        discard_batch([self], stream=stream)  # type: ignore[list-item]
 
 
 class ManagedBuffer(_HostViews, _Migratable, _DeviceMemoryMixin, Resource):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 import sys
 import threading
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from . import driver as _d
 from ._constants import (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
@@ -43,14 +43,14 @@ _ACCESS_DESC = struct.Struct("=IiI")  # CUmemAccessDesc: location (type, id), fl
 _U64 = struct.Struct("=Q")
 
 
-class _HostPoolBuffer(_HostViews, DeviceBuffer):
+class _HostPoolBuffer(_HostViews, DeviceBuffer):  # type: ignore[misc]
     """A pool buffer the host reaches too: a :class:`cuabi.DeviceBuffer` with
     host views; ``close()`` refuses while one is alive."""
 
     __slots__ = ("_exp", "_lock")
 
     def __init__(self, size: int, *, stream: Any = None, pool: Any = None, device: Any = None) -> None:
-        self._exp = None
+        self._exp: Any = None
         self._lock = threading.RLock()
         DeviceBuffer.__init__(self, size, stream=stream, pool=pool, device=device)
 
@@ -81,7 +81,7 @@ class PinnedPoolBuffer(_HostPoolBuffer):
     __slots__ = ()
 
 
-class ManagedPoolBuffer(_Migratable, _HostPoolBuffer):
+class ManagedPoolBuffer(_Migratable, _HostPoolBuffer):  # type: ignore[misc]
     """Unified memory from a :class:`ManagedMemoryPool`: as a
     :class:`cuabi.ManagedBuffer`, with ``prefetch``, ``advise`` and
     ``discard``, and it takes part in ``prefetch_batch``/``discard_batch``."""
@@ -185,6 +185,7 @@ class _GraphBuffer(DeviceBuffer):
     """A :class:`cuabi.DeviceBuffer` allocated during stream capture."""
 
     __slots__ = ("_resource",)
+    _resource: "GraphMemoryResource"
 
 
 class GraphMemoryResource:
@@ -307,7 +308,9 @@ def copy_batch(copies: Iterable[Sequence[Any]], *, stream: Any, source_order: st
     order = {"stream": CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, "any": CU_MEMCPY_SRC_ACCESS_ORDER_ANY}.get(source_order)
     if order is None:
         raise ValueError("source_order must be 'stream' or 'any', got %r" % (source_order,))
-    dsts, srcs, sizes = [], [], []
+    dsts: List[int] = []
+    srcs: List[int] = []
+    sizes: List[int] = []
     owner: Any = None
     for item in copies:
         try:

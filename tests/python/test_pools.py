@@ -218,6 +218,7 @@ def test_graph_memory_becomes_allocation_and_free_nodes(ctx):
     """Capture makes allocation and free nodes; each launch allocates, uses and frees the memory."""
     s = cuabi.Stream()
     g = cuabi.GraphMemoryResource()
+    assert isinstance(g, cuabi.MemoryResource)
     assert (g.is_device_accessible, g.is_host_accessible, g.device_id) == (True, False, 0)
     out = cuabi.DeviceBuffer(64)
     out.fill(0)
