@@ -354,3 +354,18 @@ def test_the_fake_checks_batch_copy_attributes(ctx):
                         ([(1, 0), (1, 0)], [0, 0])):
         with pytest.raises(cuabi.CUDAError, match="INVALID_VALUE"):
             call(attrs, idxs)
+
+
+def test_kernels_take_pool_buffers_as_pointer_arguments(module):
+    """The fake's saxpy reads a pinned pool buffer and updates a managed pool buffer in place."""
+    k = module.get_kernel("saxpy", "fppi")
+    s = cuabi.Stream()
+    n = 64
+    x = cuabi.PinnedMemoryPool().allocate(4 * n, s)
+    y = cuabi.ManagedMemoryPool().allocate(4 * n, s)
+    x[:] = struct.pack("%df" % n, *range(n))
+    y[:] = struct.pack("%df" % n, *([1.0] * n))
+    cuabi.launch(s, cuabi.LaunchConfig(1, n), k, 2.0, x, y, n)
+    s.sync()
+    assert struct.unpack("%df" % n, bytes(y.memoryview())) == tuple(2.0 * i + 1.0 for i in range(n))
+    assert x.__array_interface__["shape"] == (4 * n,)
