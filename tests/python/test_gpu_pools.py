@@ -94,7 +94,7 @@ def test_gpu_graph_memory_is_allocated_and_freed_by_each_launch(kernels):
     exe = cap.graph.instantiate()
     g.reset_high_marks()
     for _ in range(3):
-        out.fill(0)
+        out.fill(0, stream=s)  # on s: the legacy stream does not order a non-blocking one
         exe.launch(s)
         s.sync()
         vals = struct.unpack("%df" % N, out.to_bytes())
