@@ -35,8 +35,10 @@ from ._constants import (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, CU_GRAPH_MEM_AT
                          CU_MEMCPY_SRC_ACCESS_ORDER_ANY, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, CU_STREAM_LEGACY)
 from ._device import Device, current_context
 from ._interrupts import deferred
-from ._memory import DeviceBuffer, MemoryPool, _HostViews, _Migratable, _device_view, _nbytes, check_owner
+from ._memory import (_LOCATION, DeviceBuffer, MemoryPool, _device_view, _HostViews, _Migratable, _nbytes,
+                      check_owner)
 from ._own_api import default_stream_mode
+from ._resource import Resource
 from ._stream import stream_handle
 
 _ACCESS_DESC = struct.Struct("=IiI")  # CUmemAccessDesc: location (type, id), flags
@@ -105,9 +107,22 @@ class _HostPool(MemoryPool):
     __slots__ = ()
 
     @classmethod
-    def default(cls, device: Any = None) -> "MemoryPool":
-        """Refused: ``MemoryPool.default()`` is the device pool; create a pool of this kind."""
-        raise TypeError("%s.default() is not offered: create a pool with %s(...)" % (cls.__name__, cls.__name__))
+    def _driver_default(cls, device: Any, **attrs: Any) -> Any:
+        """The driver's default pool of this kind (``cuMemGetDefaultMemPool``,
+        CUDA 13.0+), not destroyed by ``close``; ``attrs`` set what ``_where`` reads."""
+        ctx = current_context(device)
+        self = cls.__new__(cls)
+        Resource.__init__(self)
+        self._owned = False
+        self._device = ctx.device
+        for name, value in attrs.items():
+            setattr(self, name, value)
+        alloc_type, loc_type, loc_id = self._where(ctx.device.device_id)
+        loc = bytearray(_LOCATION.pack(loc_type, loc_id))
+        with deferred(), ctx._pushed():
+            self._h = _d.cuMemGetDefaultMemPool(loc, alloc_type)
+            ctx._adopt(self)
+        return self
 
     @property
     def is_host_accessible(self) -> bool:
@@ -122,7 +137,7 @@ class PinnedMemoryPool(_HostPool):
     max_size=0)``: the memory lives on the host (on NUMA node ``numa_node``
     when given) and ``device`` is granted read-write access to it, so kernels
     there use it too.  ``allocate(n, stream)`` returns a
-    :class:`PinnedPoolBuffer`.
+    :class:`PinnedPoolBuffer`.  :meth:`default` is the driver's own pool.
     """
 
     __slots__ = ("_numa",)
@@ -132,6 +147,18 @@ class PinnedMemoryPool(_HostPool):
                  release_threshold: Optional[int] = None, max_size: int = 0) -> None:
         self._numa = None if numa_node is None else _nbytes(numa_node, "numa_node")
         MemoryPool.__init__(self, device, release_threshold=release_threshold, max_size=max_size)
+        self._grant()
+
+    @classmethod
+    def default(cls, device: Any = None, *, numa_node: Optional[int] = None) -> "PinnedMemoryPool":
+        """The driver's default pinned host pool (of NUMA node ``numa_node`` when
+        given), shared by the process; ``device`` is granted access to it."""
+        self = cls._driver_default(device, _numa=None if numa_node is None else _nbytes(numa_node, "numa_node"))
+        self._grant()
+        return self
+
+    def _grant(self) -> None:
+        """Let the pool's device read and write the memory (``cuMemPoolSetAccess``)."""
         desc = bytearray(_ACCESS_DESC.pack(CU_MEM_LOCATION_TYPE_DEVICE, self._device.device_id,
                                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
         h = self.handle
@@ -156,6 +183,7 @@ class ManagedMemoryPool(_HostPool):
     max_size=0)``: ``preferred`` is where the memory prefers to live:
     ``"device"`` (``device``), ``"host"``, or None for no preference.
     ``allocate(n, stream)`` returns a :class:`ManagedPoolBuffer`.
+    :meth:`default` is the driver's own pool.
     """
 
     __slots__ = ("_preferred",)
@@ -163,10 +191,14 @@ class ManagedMemoryPool(_HostPool):
 
     def __init__(self, device: Any = None, *, preferred: Optional[str] = None,
                  release_threshold: Optional[int] = None, max_size: int = 0) -> None:
-        if preferred not in (None, "device", "host"):
-            raise ValueError("preferred must be 'device', 'host' or None, got %r" % (preferred,))
-        self._preferred = preferred
+        self._preferred = _preferred(preferred)
         MemoryPool.__init__(self, device, release_threshold=release_threshold, max_size=max_size)
+
+    @classmethod
+    def default(cls, device: Any = None, *, preferred: Optional[str] = None) -> "ManagedMemoryPool":
+        """The driver's default managed pool for ``preferred`` (as for the
+        constructor), shared by the process."""
+        return cls._driver_default(device, _preferred=_preferred(preferred))
 
     def _where(self, device_id: int) -> Tuple[int, int, int]:
         loc = {None: (CU_MEM_LOCATION_TYPE_NONE, 0), "host": (CU_MEM_LOCATION_TYPE_HOST, 0),
@@ -177,6 +209,12 @@ class ManagedMemoryPool(_HostPool):
     def preferred(self) -> Optional[str]:
         """Where the memory prefers to live: ``"device"``, ``"host"`` or None."""
         return self._preferred
+
+
+def _preferred(preferred: Optional[str]) -> Optional[str]:
+    if preferred not in (None, "device", "host"):
+        raise ValueError("preferred must be 'device', 'host' or None, got %r" % (preferred,))
+    return preferred
 
 
 # -- graph memory ----------------------------------------------------------------------

@@ -1121,6 +1121,21 @@ static CUresult fake_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     return r;
 }
 
+/* Sets what a new pool holds and where; host memory is the host's until a
+ * device is granted access (cuMemPoolSetAccess), managed memory every device
+ * reaches. Caller holds the lock. */
+static void pool_place(struct fake_pool *p, CUmemAllocationType type, CUmemLocation location)
+{
+    int on_device = location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    p->type = type;
+    p->location = location;
+    for (int d = 0; d < FAKE_MAX_DEVICES; d++)
+        if (type == CU_MEM_ALLOCATION_TYPE_MANAGED || (on_device && d == p->device))
+            p->access[d] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        else
+            p->access[d] = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+}
+
 /* The pool locations CUDA 13.0 accepts (cuMemPoolCreate): pinned memory on a
  * device, the host or a host NUMA node (the fake has node 0); managed memory
  * with a preferred device, host or NUMA node, or none. Host pools and
@@ -1165,17 +1180,8 @@ static CUresult fake_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
     if (!on_device)
         r = fake_require_context(&ctx); /* a pool away from devices serves the current one */
     struct fake_pool *p = r == CUDA_SUCCESS ? pool_new(on_device ? props->location.id : ctx->device, 0) : NULL;
-    if (p != NULL) {
-        p->type = props->allocType;
-        p->location = props->location;
-        /* Host memory is the host's until a device is granted access (cuMemPoolSetAccess);
-         * managed memory every device reaches. */
-        for (int d = 0; d < FAKE_MAX_DEVICES; d++)
-            if (p->type == CU_MEM_ALLOCATION_TYPE_MANAGED || (on_device && d == p->device))
-                p->access[d] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            else
-                p->access[d] = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    }
+    if (p != NULL)
+        pool_place(p, props->allocType, props->location);
     fake_unlock();
     if (r != CUDA_SUCCESS)
         return r;
@@ -1337,6 +1343,63 @@ static CUresult fake_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice 
         return CUDA_ERROR_INVALID_VALUE;
     fake_lock();
     struct fake_pool *p = default_pool(dev);
+    fake_unlock();
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool_out = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+/* The driver's default pools at the other locations (CUDA 13.0), made on
+ * first use: [0] pinned on the host, [1] pinned on host NUMA node 0, [2]
+ * managed with no preferred location, [3] managed on the host, [4] managed
+ * on node 0, [5 + d] managed on device d. */
+static struct fake_pool *other_default_pools[2 + 3 + FAKE_MAX_DEVICES];
+
+static CUresult fake_cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type)
+{
+    if (pool_out == NULL || location == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    int managed = type == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    if (!managed && type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int slot;
+    switch (location->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: {
+        CUresult r = fake_check_device(location->id);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (!managed)
+            return fake_cuDeviceGetDefaultMemPool(pool_out, location->id);
+        slot = 5 + location->id;
+        break;
+    }
+    case CU_MEM_LOCATION_TYPE_HOST: slot = managed ? 3 : 0; break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (location->id != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        slot = managed ? 4 : 1;
+        break;
+    case CU_MEM_LOCATION_TYPE_NONE:
+        if (!managed)
+            return CUDA_ERROR_INVALID_VALUE;
+        slot = 2;
+        break;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fake_lock();
+    struct fake_pool *p = other_default_pools[slot];
+    if (p == NULL) {
+        p = pool_new(location->type == CU_MEM_LOCATION_TYPE_DEVICE ? location->id : 0, 1);
+        if (p != NULL) {
+            CUmemLocation where = *location;
+            if (location->type == CU_MEM_LOCATION_TYPE_HOST)
+                where.id = 0; /* ignored for the host */
+            pool_place(p, type, where);
+        }
+        other_default_pools[slot] = p;
+    }
     fake_unlock();
     if (p == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1546,6 +1609,7 @@ const struct fake_impl fake_impls_memory[] = {
     FAKE_IMPL("cuDeviceGetDefaultMemPool", 11020, fake_cuDeviceGetDefaultMemPool),
     FAKE_IMPL("cuDeviceGetMemPool", 11020, fake_cuDeviceGetMemPool),
     FAKE_IMPL("cuDeviceSetMemPool", 11020, fake_cuDeviceSetMemPool),
+    FAKE_IMPL("cuMemGetDefaultMemPool", 13000, fake_cuMemGetDefaultMemPool),
     FAKE_IMPL("cuMemPoolSetAccess", 11020, fake_cuMemPoolSetAccess),
     FAKE_IMPL("cuMemPoolGetAccess", 11020, fake_cuMemPoolGetAccess),
     FAKE_IMPL("cuDeviceGraphMemTrim", 11040, fake_cuDeviceGraphMemTrim),

@@ -80,6 +80,21 @@ def test_gpu_managed_pool_memory_migrates_between_host_and_kernel(kernels):
         s.sync()
 
 
+def test_gpu_default_host_pools_serve_kernels(kernels):
+    """The driver's default pinned and managed pools hand out memory that a kernel updates in place."""
+    add_one, _ = kernels
+    s = cuabi.Stream()
+    for pool in (cuabi.PinnedMemoryPool.default(), cuabi.ManagedMemoryPool.default()):
+        buf = pool.allocate(4 * N, s)
+        s.sync()
+        buf[:] = struct.pack("%df" % N, *([5.0] * N))
+        cuabi.launch(s, _grid(N), add_one, buf, N)
+        s.sync()
+        assert struct.unpack("%df" % N, bytes(buf.memoryview())) == (6.0,) * N, pool
+        pool.deallocate(buf, s)
+        s.sync()
+
+
 def test_gpu_graph_memory_is_allocated_and_freed_by_each_launch(kernels):
     """Each launch allocates, fills, copies out and frees graph memory; the counters see it."""
     _, iota = kernels

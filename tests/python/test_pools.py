@@ -139,15 +139,38 @@ def test_a_collected_pool_buffer_leaves_its_memory_to_its_views(ctx):
     assert pool.used_memory == 0
 
 
-def test_host_pools_have_no_default_and_are_not_a_devices_pool(ctx):
-    """default() would name the device pool: refused; cuDeviceSetMemPool refuses a host pool."""
-    with pytest.raises(TypeError, match="default"):
-        cuabi.PinnedMemoryPool.default()
-    with pytest.raises(TypeError, match="default"):
-        cuabi.ManagedMemoryPool.default()
-    pool = cuabi.PinnedMemoryPool()
+def test_default_pools_are_the_drivers_shared_ones(ctx):
+    """default() wraps cuMemGetDefaultMemPool's pool of that kind and place; close leaves it alive."""
+    s = cuabi.Stream()
+    pinned, again = cuabi.PinnedMemoryPool.default(), cuabi.PinnedMemoryPool.default()
+    assert pinned.handle == again.handle and pinned.numa_node is None
+    assert _access(pinned, CU_MEM_LOCATION_TYPE_DEVICE, 0) == CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    assert cuabi.PinnedMemoryPool.default(numa_node=0).handle != pinned.handle
+    handles = {cuabi.ManagedMemoryPool.default(preferred=p).handle for p in (None, "device", "host")}
+    assert len(handles) == 3 and pinned.handle not in handles
+    assert cuabi.MemoryPool.default().handle not in handles | {pinned.handle}
+    buf = pinned.allocate(32, s)
+    assert isinstance(buf, cuabi.PinnedPoolBuffer) and pinned.used_memory == 32
+    pinned.deallocate(buf)
+    m = cuabi.ManagedMemoryPool.default(preferred="device")
+    mb = m.allocate(64, s)
+    assert isinstance(mb, cuabi.ManagedPoolBuffer) and _pointer(d.CU_POINTER_ATTRIBUTE_IS_MANAGED, mb.ptr) == 1
+    m.deallocate(mb)
+    h = pinned.handle
+    pinned.close()
+    assert cuabi.PinnedMemoryPool.default().handle == h  # the driver's pool is still there
     with pytest.raises(cuabi.CUDAError, match="INVALID_VALUE"):
-        d.cuDeviceSetMemPool(0, pool.handle)
+        d.cuMemPoolDestroy(h)  # a default pool cannot be destroyed
+    with pytest.raises(ValueError, match="preferred"):
+        cuabi.ManagedMemoryPool.default(preferred="gpu")
+
+
+def test_host_pools_are_not_a_devices_pool(ctx):
+    """cuDeviceSetMemPool takes device pools only."""
+    with pytest.raises(cuabi.CUDAError, match="INVALID_VALUE"):
+        d.cuDeviceSetMemPool(0, cuabi.PinnedMemoryPool().handle)
+    with pytest.raises(cuabi.CUDAError, match="INVALID_VALUE"):
+        d.cuDeviceSetMemPool(0, cuabi.ManagedMemoryPool(preferred="device").handle)
 
 
 def test_the_fake_grants_host_pool_access_as_the_driver_does(ctx):
