@@ -631,6 +631,12 @@ PYTHON_CONSTANTS = (
     "CU_STREAM_LEGACY", "CU_STREAM_NON_BLOCKING", "CU_STREAM_PER_THREAD",
     "CU_GRAPH_COND_ASSIGN_DEFAULT", "CU_GRAPH_COND_TYPE_IF", "CU_GRAPH_COND_TYPE_SWITCH",
     "CU_GRAPH_COND_TYPE_WHILE", "CU_GRAPH_NODE_TYPE_CONDITIONAL", "CU_MEMORYTYPE_UNIFIED",
+    # pinned and managed pools, graph memory, batch copies (cuabi._pools)
+    "CU_MEM_ALLOCATION_TYPE_MANAGED", "CU_MEM_LOCATION_TYPE_HOST_NUMA", "CU_MEM_LOCATION_TYPE_NONE",
+    "CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT",
+    "CU_GRAPH_MEM_ATTR_USED_MEM_HIGH", "CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT",
+    "CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH", "CU_MEMCPY_SRC_ACCESS_ORDER_STREAM",
+    "CU_MEMCPY_SRC_ACCESS_ORDER_ANY", "CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE",
 )
 
 
@@ -645,6 +651,9 @@ def gen_constants(table):
     lines = ["# " + HEADER, "# " + SPDX,
              '"""The driver constants cuabi\'s Pythonic layer uses (values from CUDA %d.%d\'s headers)."""'
              % (table["cuda_version"] // 1000, table["cuda_version"] % 1000 // 10), ""]
+    repeated = sorted({n for n in PYTHON_CONSTANTS if PYTHON_CONSTANTS.count(n) > 1})
+    if repeated:
+        raise SystemExit("gen_python: PYTHON_CONSTANTS names %s more than once" % ", ".join(repeated))
     for name in sorted(PYTHON_CONSTANTS):
         if name not in values:
             raise SystemExit("gen_python: %s (PYTHON_CONSTANTS) is not an integer enumerator "

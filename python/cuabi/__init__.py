@@ -77,6 +77,12 @@ _LAZY = {
     "discard_batch": ("_memory", "discard_batch"),
     "VirtualMemoryResource": ("_vmm", "VirtualMemoryResource"),
     "VirtualBuffer": ("_vmm", "VirtualBuffer"),
+    "PinnedMemoryPool": ("_pools", "PinnedMemoryPool"),
+    "ManagedMemoryPool": ("_pools", "ManagedMemoryPool"),
+    "PinnedPoolBuffer": ("_pools", "PinnedPoolBuffer"),
+    "ManagedPoolBuffer": ("_pools", "ManagedPoolBuffer"),
+    "GraphMemoryResource": ("_pools", "GraphMemoryResource"),
+    "copy_batch": ("_pools", "copy_batch"),
     "Module": ("_module", "Module"),
     "Library": ("_module", "Library"),
     "Kernel": ("_kernel", "Kernel"),
@@ -137,6 +143,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._nvvm_program import (
         NVVMProgram as NVVMProgram, nvvm_ir_version as nvvm_ir_version, nvvm_version as nvvm_version)
     from ._program_cache import ProgramCache as ProgramCache
+    from ._pools import (
+        GraphMemoryResource as GraphMemoryResource, ManagedMemoryPool as ManagedMemoryPool,
+        ManagedPoolBuffer as ManagedPoolBuffer, PinnedMemoryPool as PinnedMemoryPool,
+        PinnedPoolBuffer as PinnedPoolBuffer, copy_batch as copy_batch)
     from ._program_options import ProgramOptions as ProgramOptions
     from ._strided_view import StridedMemoryView as StridedMemoryView
     from ._own_api import (

@@ -518,7 +518,53 @@ class _HostViews:
             del exp
 
 
-class ManagedBuffer(_HostViews, _DeviceMemoryMixin, Resource):
+class _Migratable:
+    """Prefetch, advice and discard for managed memory (a :class:`ManagedBuffer`
+    or a buffer from a managed pool, cuabi._pools); the batch calls take either."""
+
+    __slots__ = ()
+
+    def _location(self, location: Any) -> Tuple[int, int]:
+        """A ``CUmemLocation`` (type, id): ``"device"`` (this buffer's), ``"host"``,
+        a :class:`Device` or a device ordinal."""
+        if location == "host":
+            return (CU_MEM_LOCATION_TYPE_HOST, 0)
+        dev = self._ctx.device if location == "device" else Device(location)  # type: ignore[attr-defined]
+        return (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
+
+    def prefetch(self, location: Any = "device", *, stream: Any = None) -> None:
+        """Migrate the memory to the device (``"device"``, a Device or an
+        ordinal) or ``"host"``, in stream order."""
+        loc = self._location(location)
+        p = self.ptr  # type: ignore[attr-defined]
+        with self._in_context():  # type: ignore[attr-defined]
+            _d.cuMemPrefetchAsync(p, self._size, loc, 0, stream_handle(stream))  # type: ignore[attr-defined]
+
+    def advise(self, advice: Any, location: Any = "device") -> None:
+        """Tell the driver how the memory will be used (``cuMemAdvise``).
+
+        ``advice`` is a ``CUmem_advise`` or its short name:
+        ``"set_read_mostly"``/``"unset_read_mostly"`` (``location`` is not
+        used), ``"set_preferred_location"``/``"unset_preferred_location"``,
+        ``"set_accessed_by"``/``"unset_accessed_by"``; ``location`` as for
+        :meth:`prefetch`.
+        """
+        a = _advice_id(advice)
+        loc = self._location(location)
+        p = self.ptr  # type: ignore[attr-defined]
+        with self._in_context():  # type: ignore[attr-defined]
+            _d.cuMemAdvise(p, self._size, a, loc)  # type: ignore[attr-defined]
+
+    def discard(self, *, stream: Any) -> None:
+        """Declare the contents no longer needed (``cuMemDiscardBatchAsync``,
+        CUDA 13.0+), in order on ``stream`` (not the legacy NULL stream, which
+        the driver refuses for this call): the driver may drop the pages
+        instead of migrating them; what a later read sees is undefined until
+        written."""
+        discard_batch([self], stream=stream)  # type: ignore[list-item]
+
+
+class ManagedBuffer(_HostViews, _Migratable, _DeviceMemoryMixin, Resource):
     """Unified (managed) memory reachable from host and device.
 
     ``ManagedBuffer(size, attach="global")``; host access through
@@ -562,46 +608,6 @@ class ManagedBuffer(_HostViews, _DeviceMemoryMixin, Resource):
         """Free the memory; raises ``BufferError`` while a view of it is alive."""
         self._free_or_refuse(Resource.close)
 
-    def _location(self, location: Any) -> Tuple[int, int]:
-        """A ``CUmemLocation`` (type, id): ``"device"`` (this buffer's), ``"host"``,
-        a :class:`Device` or a device ordinal."""
-        if location == "host":
-            return (CU_MEM_LOCATION_TYPE_HOST, 0)
-        dev = self._ctx.device if location == "device" else Device(location)
-        return (CU_MEM_LOCATION_TYPE_DEVICE, dev.device_id)
-
-    def prefetch(self, location: Any = "device", *, stream: Any = None) -> None:
-        """Migrate the memory to the device (``"device"``, a Device or an
-        ordinal) or ``"host"``, in stream order."""
-        loc = self._location(location)
-        p = self.ptr
-        with self._in_context():
-            _d.cuMemPrefetchAsync(p, self._size, loc, 0, stream_handle(stream))
-
-    def advise(self, advice: Any, location: Any = "device") -> None:
-        """Tell the driver how the memory will be used (``cuMemAdvise``).
-
-        ``advice`` is a ``CUmem_advise`` or its short name:
-        ``"set_read_mostly"``/``"unset_read_mostly"`` (``location`` is not
-        used), ``"set_preferred_location"``/``"unset_preferred_location"``,
-        ``"set_accessed_by"``/``"unset_accessed_by"``; ``location`` as for
-        :meth:`prefetch`.
-        """
-        a = _advice_id(advice)
-        loc = self._location(location)
-        p = self.ptr
-        with self._in_context():
-            _d.cuMemAdvise(p, self._size, a, loc)
-
-    def discard(self, *, stream: Any) -> None:
-        """Declare the contents no longer needed (``cuMemDiscardBatchAsync``,
-        CUDA 13.0+), in order on ``stream`` (not the legacy NULL stream, which
-        the driver refuses for this call): the driver may drop the pages
-        instead of migrating them; what a later read sees is undefined until
-        written."""
-        discard_batch([self], stream=stream)
-
-
 _ADVICE_PREFIX = "CU_MEM_ADVISE_"
 
 
@@ -628,8 +634,9 @@ def _ranges(buffers: Iterable["ManagedBuffer"]) -> List["ManagedBuffer"]:
     if not out:
         raise ValueError("a batch needs at least one ManagedBuffer")
     for b in out:
-        if not isinstance(b, ManagedBuffer):
-            raise TypeError("a batch takes ManagedBuffers, got %s (for other memory, use "
+        if not isinstance(b, _Migratable):
+            raise TypeError("a batch takes managed memory (ManagedBuffers, buffers of a ManagedMemoryPool), "
+                            "got %s (for other memory, use "
                             "cuabi.driver's cuMemPrefetchBatchAsync)" % type(b).__name__)
     return out
 
@@ -990,6 +997,12 @@ class MemoryPool(Resource):
     """
 
     __slots__ = ("_owned", "_device", "_ipc", "_imports")
+    # what allocate() returns; the pinned and managed pools (cuabi._pools) return their own kinds
+    _buffer_type: Any = None  # DeviceBuffer, set below
+
+    def _where(self, device_id: int) -> Tuple[int, int, int]:
+        """The pool's (allocation type, location type, location id)."""
+        return (CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_DEVICE, device_id)
 
     def __init__(self, device=None, *, release_threshold: Optional[int] = None, max_size: int = 0,
                  ipc: bool = False):
@@ -999,10 +1012,10 @@ class MemoryPool(Resource):
         self._owned = True
         self._ipc = "exported" if ipc else ""
         self._imports: Any = None
+        alloc_type, loc_type, loc_id = self._where(ctx.device.device_id)
         props = bytearray(_POOL_PROPS.size)
         handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if ipc else CU_MEM_HANDLE_TYPE_NONE
-        _POOL_PROPS.pack_into(props, 0, CU_MEM_ALLOCATION_TYPE_PINNED, handle_type,
-                              CU_MEM_LOCATION_TYPE_DEVICE, ctx.device.device_id, 0,
+        _POOL_PROPS.pack_into(props, 0, alloc_type, handle_type, loc_type, loc_id, 0,
                               _nbytes(max_size, "max_size"), 0, b"", b"")
         if release_threshold is not None:
             _nbytes(release_threshold, "release_threshold")
@@ -1167,21 +1180,23 @@ class MemoryPool(Resource):
     def allocate(self, size: int, stream: Any = None) -> DeviceBuffer:
         """A stream-ordered allocation from this pool on ``stream``."""
         if self._h is None:
-            raise ClosedError("MemoryPool is closed")
-        return DeviceBuffer(size, stream=stream if stream is not None else 0, pool=self)
+            raise ClosedError("%s is closed" % type(self).__name__)
+        return self._buffer_type(size, stream=stream if stream is not None else 0, pool=self)
 
     # the rest of the memory resource protocol (cuabi._memory_resource)
 
     def deallocate(self, buffer: DeviceBuffer, stream: Any = None) -> None:
         """Free ``buffer``, which this pool allocated, on ``stream`` (default:
-        the stream it was allocated on)."""
-        if not isinstance(buffer, DeviceBuffer) or buffer._pool is not self:
-            raise ValueError("this MemoryPool did not allocate %r" % (buffer,))
+        the stream it was allocated on).  The protocol's rule for misuse:
+        ``TypeError`` for an object of a kind this pool never returns,
+        ``ValueError`` for a buffer of that kind another resource allocated."""
+        check_owner(self, buffer, self._buffer_type, buffer._pool is self
+                    if isinstance(buffer, self._buffer_type) else False)
         buffer.close(stream)
 
     @property
     def is_device_accessible(self) -> bool:
-        """True: a device pool's memory is for kernels."""
+        """True: a pool's memory is for kernels."""
         return True
 
     @property
@@ -1194,3 +1209,17 @@ class MemoryPool(Resource):
         """The ordinal of the pool's device."""
         return self._device.device_id
 
+
+
+MemoryPool._buffer_type = DeviceBuffer
+
+
+def check_owner(resource: Any, buffer: Any, kind: type, mine: bool) -> None:
+    """The memory resource protocol's one rule for ``deallocate`` misuse:
+    ``TypeError`` when ``buffer`` is not of the ``kind`` the resource hands
+    out, ``ValueError`` when it is but another resource allocated it."""
+    if not isinstance(buffer, kind):
+        raise TypeError("%s deallocates %s objects, got %s"
+                        % (type(resource).__name__, kind.__name__, type(buffer).__name__))
+    if not mine:
+        raise ValueError("this %s did not allocate %r" % (type(resource).__name__, buffer))

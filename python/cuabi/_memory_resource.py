@@ -16,15 +16,23 @@ and which device it belongs to (``device_id``).  Four kinds implement it:
 
 The pinned and managed kinds allocate at once, not in stream order: their
 ``stream`` arguments are accepted so that every resource is called the same
-way, and they are not used.
+way, and they are not used.  Pools of pinned host memory and of managed
+memory, and the graph memory resource, are in ``cuabi._pools``.
+
+One rule for misuse, the same for every resource: ``deallocate`` raises
+``TypeError`` for an object of a kind the resource never hands out, and
+``ValueError`` for a buffer of that kind that another resource allocated
+(nothing is freed either way); deallocating a buffer already closed does
+nothing, as closing it twice does.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Protocol, runtime_checkable
 
 from ._device import Device, current_context
-from ._memory import ManagedBuffer, PinnedBuffer
+from ._memory import ManagedBuffer, PinnedBuffer, check_owner
 
 
 @runtime_checkable
@@ -55,24 +63,26 @@ class _ImmediateResource:
     """A resource whose buffers are allocated at once and reachable from both
     the host and the device; a subclass sets ``_kind`` and ``_new``."""
 
-    __slots__ = ("_device",)
+    __slots__ = ("_device", "_mine")
     _kind: type = object
 
     def __init__(self, device: Any = None) -> None:
         self._device = current_context(device).device if device is None else Device(device)
+        self._mine: "weakref.WeakSet[Any]" = weakref.WeakSet()  # what this resource allocated
 
     def _new(self, size: int) -> Any:  # pragma: no cover - each subclass has its own
         raise NotImplementedError
 
     def allocate(self, size: int, stream: Any = None) -> Any:
         """A new buffer of ``size`` bytes (``stream`` is not used: the allocation is immediate)."""
-        return self._new(size)
+        buf = self._new(size)
+        self._mine.add(buf)
+        return buf
 
     def deallocate(self, buffer: Any, stream: Any = None) -> None:
-        """Free ``buffer`` (``stream`` is not used); refuses while host views of it live, as ``close()`` does."""
-        if not isinstance(buffer, self._kind):
-            raise TypeError("%s deallocates %s objects, got %s" % (type(self).__name__, self._kind.__name__,
-                                                                  type(buffer).__name__))
+        """Free ``buffer``, which this resource allocated (``stream`` is not
+        used); refuses while host views of it live, as ``close()`` does."""
+        check_owner(self, buffer, self._kind, buffer in self._mine if isinstance(buffer, self._kind) else False)
         buffer.close()
 
     @property

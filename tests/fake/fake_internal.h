@@ -115,6 +115,8 @@ struct fake_allocation {
      * that this process imported it (cuMemPoolImportPointer). */
     struct fake_ipc_region *ipc;
     int ipc_imported;
+    /* Allocated in stream order (cuMemAllocAsync, cuMemAllocFromPoolAsync). */
+    unsigned char stream_ordered;
     struct fake_allocation *next;
 };
 #define FAKE_PAGE_SIZE 4096
@@ -175,7 +177,10 @@ CUresult fake_capture_allows_unsafe_call(void);
  * nodes, graph.c). */
 enum fake_op_kind {
     FAKE_OP_KERNEL = 1, FAKE_OP_MEMCPY, FAKE_OP_MEMSET, FAKE_OP_HOST, FAKE_OP_EVENT_RECORD, FAKE_OP_EMPTY,
-    FAKE_OP_EVENT_WAIT, FAKE_OP_CHILD, FAKE_OP_CONDITIONAL
+    FAKE_OP_EVENT_WAIT, FAKE_OP_CHILD, FAKE_OP_CONDITIONAL,
+    /* graph memory (memory.c): allocation and free nodes made by capturing
+     * cuMemAllocAsync / cuMemFreeAsync */
+    FAKE_OP_MEM_ALLOC, FAKE_OP_MEM_FREE
 };
 struct fake_graph;
 struct fake_conditional;
@@ -210,6 +215,7 @@ struct fake_op {
             unsigned size;
             struct fake_graph *bodies[FAKE_CONDITIONAL_MAX_BODIES]; /* owned */
         } conditional;
+        struct { void *ptr; } mem; /* FAKE_OP_MEM_ALLOC, FAKE_OP_MEM_FREE */
     } u;
 };
 /* Runs op now, or appends it to the graph s is capturing. Takes ownership of
@@ -218,6 +224,11 @@ CUresult fake_submit(struct fake_stream *s, struct fake_op *op);
 /* Executes an operation (used by fake_submit and by graph replay). Caller holds the lock. */
 CUresult fake_run_op(const struct fake_op *op);
 void fake_event_stamp(CUevent event);
+/* Graph memory (memory.c): runs an allocation or free node; a node that
+ * allocates holds its memory (delta +1 when copied, -1 when released).
+ * Caller holds the lock. */
+CUresult fake_graph_mem_run(const struct fake_op *op);
+void fake_graph_mem_hold(const struct fake_op *op, int delta);
 
 /* ---- explicit graph nodes and conditionals (graph.c) ---- */
 /* Runs a child-graph or conditional node: its graphs' nodes, in order.

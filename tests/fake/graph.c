@@ -449,6 +449,8 @@ static const char *op_name(enum fake_op_kind kind)
     case FAKE_OP_EVENT_WAIT: return "event_wait";
     case FAKE_OP_CHILD: return "graph";
     case FAKE_OP_CONDITIONAL: return "conditional";
+    case FAKE_OP_MEM_ALLOC: return "mem_alloc";
+    case FAKE_OP_MEM_FREE: return "mem_free";
     }
     return "?";
 }

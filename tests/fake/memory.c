@@ -4,7 +4,9 @@
  * allocated, so tests can look at it directly. Every allocation is registered;
  * copies and memsets check that the device side lies inside one allocation,
  * as a real driver rejects a bad device pointer, and memory pools keep the
- * counters their attributes report.
+ * counters their attributes report. Pools live on a device, on the host or
+ * hold managed memory (CUDA 13.0); allocations made during stream capture
+ * are graph memory, allocated and freed by the graph's nodes when it runs.
  */
 #include "fake_internal.h"
 
@@ -21,6 +23,9 @@ struct fake_pool {
     struct fake_object obj;
     CUdevice device;
     int is_default;
+    CUmemAllocationType type;                 /* pinned or managed */
+    CUmemLocation location;                   /* device, host, host NUMA node 0, none (managed) */
+    CUmemAccess_flags access[FAKE_MAX_DEVICES]; /* what each device may do with the memory */
     cuuint64_t release_threshold;
     cuuint64_t used, used_high;
     cuuint64_t retained;      /* freed bytes the pool keeps for reuse */
@@ -90,10 +95,12 @@ static size_t rounded_size(const struct fake_allocation *a)
 }
 
 static void pool_release(struct fake_pool *pool, size_t size);
+static void graph_forget(const struct fake_allocation *a);
 
 /* Caller holds the lock. */
 static void allocation_delete(struct fake_allocation *victim)
 {
+    graph_forget(victim);
     for (struct fake_allocation **link = &allocations; *link != NULL; link = &(*link)->next) {
         if (*link == victim) {
             *link = victim->next;
@@ -241,6 +248,18 @@ static CUresult fake_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t W
     return r;
 }
 
+static struct fake_allocation *find_stream_ordered(uintptr_t p)
+{
+    for (struct fake_allocation *a = allocations; a != NULL; a = a->next)
+        if ((uintptr_t)a->base == p && a->stream_ordered)
+            return a;
+    return NULL;
+}
+
+struct graph_alloc;
+static struct graph_alloc *graph_alloc_of(const struct fake_allocation *a);
+static CUresult graph_free(struct fake_allocation *a);
+
 static CUresult free_kind(uintptr_t p, enum fake_memory_kind kind)
 {
     struct fake_context *ctx;
@@ -251,13 +270,18 @@ static CUresult free_kind(uintptr_t p, enum fake_memory_kind kind)
     if (r == CUDA_SUCCESS) {
         struct fake_allocation *a = find_base(p, kind);
         /* cuMemFree also frees managed memory, and stream-ordered allocations
-         * (after the work before it, which in the fake is always done). */
+         * of every pool (after the work before it, which in the fake is
+         * always done); cuMemFreeHost frees only cuMemHostAlloc memory. */
         if (a == NULL && kind == FAKE_MEM_DEVICE)
             a = find_base(p, FAKE_MEM_MANAGED);
         if (a == NULL && kind == FAKE_MEM_DEVICE)
-            a = find_base(p, FAKE_MEM_POOL);
+            a = find_stream_ordered(p);
+        if (a != NULL && kind == FAKE_MEM_HOST && a->stream_ordered)
+            a = NULL;
         if (a == NULL)
             r = CUDA_ERROR_INVALID_VALUE;
+        else if (graph_alloc_of(a) != NULL)
+            r = graph_free(a);
         else
             allocation_delete(a);
     }
@@ -849,7 +873,7 @@ static void pool_destroy(struct fake_object *self)
         fake_ipc_release(pool->ipc, 0);
 }
 
-/* Caller holds the lock. */
+/* A pool of pinned memory on device dev, as the default pools are. Caller holds the lock. */
 static struct fake_pool *pool_new(CUdevice dev, int is_default)
 {
     struct fake_pool *pool = fake_object_new(FAKE_POOL, sizeof *pool, NULL, !is_default);
@@ -859,6 +883,10 @@ static struct fake_pool *pool_new(CUdevice dev, int is_default)
     pool->device = dev;
     pool->is_default = is_default;
     pool->reuse[0] = pool->reuse[1] = pool->reuse[2] = 1;
+    pool->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pool->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pool->location.id = dev;
+    pool->access[dev] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     return pool;
 }
 
@@ -877,6 +905,153 @@ static struct fake_pool *current_pool(CUdevice dev)
     return default_pool(dev);
 }
 
+/* What kind of memory a pool hands out: device memory, pinned host memory,
+ * or managed memory. */
+static enum fake_memory_kind pool_kind(const struct fake_pool *pool)
+{
+    if (pool->type == CU_MEM_ALLOCATION_TYPE_MANAGED)
+        return FAKE_MEM_MANAGED;
+    return pool->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? FAKE_MEM_POOL : FAKE_MEM_HOST;
+}
+
+/* -------------------------------------------------------------- graph memory */
+
+/* Memory allocated while a stream is captured: its address is fixed at
+ * capture; the graph's allocation node makes it live when it runs, and its
+ * free node (or a cuMemFreeAsync after the launch) ends that. The memory is
+ * held while a graph or executable graph has the allocation node, or while
+ * it is live. Per device the driver's four counters: used is the live
+ * bytes; reserved is the bytes a launch has backed that no trim gave back. */
+struct graph_alloc {
+    struct fake_allocation *a;
+    int refs;   /* allocation nodes holding it */
+    int live;   /* allocated by a launch and not freed since */
+    int backed; /* counted in reserved */
+    struct graph_alloc *next;
+};
+static struct graph_alloc *graph_allocs;
+static cuuint64_t graph_used[FAKE_MAX_DEVICES], graph_used_high[FAKE_MAX_DEVICES];
+static cuuint64_t graph_reserved[FAKE_MAX_DEVICES], graph_reserved_high[FAKE_MAX_DEVICES];
+
+static struct graph_alloc *graph_alloc_of(const struct fake_allocation *a)
+{
+    for (struct graph_alloc *g = graph_allocs; g != NULL; g = g->next)
+        if (g->a == a)
+            return g;
+    return NULL;
+}
+
+static struct graph_alloc *graph_alloc_at(const void *p)
+{
+    for (struct graph_alloc *g = graph_allocs; g != NULL; g = g->next)
+        if (g->a->base == p)
+            return g;
+    return NULL;
+}
+
+/* The allocation is going (its context closed, or it was freed): drop its record and counters. */
+static void graph_forget(const struct fake_allocation *a)
+{
+    for (struct graph_alloc **link = &graph_allocs; *link != NULL; link = &(*link)->next) {
+        struct graph_alloc *g = *link;
+        if (g->a != a)
+            continue;
+        if (g->live)
+            graph_used[a->device] -= a->size;
+        if (g->backed)
+            graph_reserved[a->device] -= a->size;
+        *link = g->next;
+        free(g);
+        return;
+    }
+}
+
+/* Deletes graph memory that no node holds and no launch left live. */
+static void graph_collect(struct graph_alloc *g)
+{
+    if (g->refs == 0 && !g->live)
+        allocation_delete(g->a); /* also drops g */
+}
+
+static void graph_count(CUdevice dev)
+{
+    if (graph_used[dev] > graph_used_high[dev])
+        graph_used_high[dev] = graph_used[dev];
+    if (graph_reserved[dev] > graph_reserved_high[dev])
+        graph_reserved_high[dev] = graph_reserved[dev];
+}
+
+void fake_graph_mem_hold(const struct fake_op *op, int delta)
+{
+    struct graph_alloc *g = graph_alloc_at(op->u.mem.ptr);
+    if (g == NULL)
+        return; /* its context was destroyed and took the memory */
+    g->refs += delta;
+    graph_collect(g);
+}
+
+CUresult fake_graph_mem_run(const struct fake_op *op)
+{
+    struct graph_alloc *g = graph_alloc_at(op->u.mem.ptr);
+    if (g == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdevice dev = g->a->device;
+    if (op->kind == FAKE_OP_MEM_ALLOC) {
+        if (g->live)
+            return CUDA_ERROR_INVALID_VALUE; /* the last launch's allocation was never freed */
+        g->live = 1;
+        graph_used[dev] += g->a->size;
+        if (!g->backed) {
+            g->backed = 1;
+            graph_reserved[dev] += g->a->size;
+        }
+    } else {
+        if (!g->live)
+            return CUDA_ERROR_INVALID_VALUE;
+        g->live = 0;
+        graph_used[dev] -= g->a->size;
+    }
+    graph_count(dev);
+    return CUDA_SUCCESS;
+}
+
+/* A free outside capture of graph memory a launch allocated. */
+static CUresult graph_free(struct fake_allocation *a)
+{
+    struct graph_alloc *g = graph_alloc_of(a);
+    if (!g->live)
+        return CUDA_ERROR_INVALID_VALUE; /* not allocated now: no launch, or freed already */
+    g->live = 0;
+    graph_used[a->device] -= a->size;
+    graph_collect(g);
+    return CUDA_SUCCESS;
+}
+
+/* cuMemAllocAsync during capture: an allocation node. Caller holds the lock. */
+static CUresult graph_allocate(CUdeviceptr *dptr, size_t size, struct fake_context *ctx, CUdevice dev,
+                               struct fake_stream *s)
+{
+    struct fake_allocation *a = NULL;
+    struct graph_alloc *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = allocation_new(FAKE_MEM_POOL, size, ctx, dev, NULL, &a);
+    if (r != CUDA_SUCCESS) {
+        free(g);
+        return r;
+    }
+    a->stream_ordered = 1;
+    g->a = a;
+    g->refs = 1; /* the node's, handed to the graph by fake_submit */
+    g->next = graph_allocs;
+    graph_allocs = g;
+    struct fake_op op = { .kind = FAKE_OP_MEM_ALLOC };
+    op.where[0] = ctx;
+    op.u.mem.ptr = a->base;
+    *dptr = (CUdeviceptr)(uintptr_t)a->base;
+    return fake_submit(s, &op);
+}
+
 static CUresult pool_allocate(CUdeviceptr *dptr, size_t size, struct fake_pool *pool, CUstream stream)
 {
     struct fake_context *ctx;
@@ -888,17 +1063,27 @@ static CUresult pool_allocate(CUdeviceptr *dptr, size_t size, struct fake_pool *
     CUresult r = fake_require_context(&ctx);
     if (r == CUDA_SUCCESS)
         r = fake_check_stream(stream, &s);
-    if (r == CUDA_SUCCESS && fake_stream_capturing(s))
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the fake has no allocation nodes */
     if (r == CUDA_SUCCESS && pool == NULL)
         pool = current_pool(ctx->device);
     if (r == CUDA_SUCCESS && pool == NULL)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && pool->imported)
         r = CUDA_ERROR_INVALID_VALUE; /* imported pools do not allocate */
+    if (r == CUDA_SUCCESS && fake_stream_capturing(s)) {
+        /* Graph memory is device memory; the fake captures no host, managed or interprocess pools. */
+        r = pool_kind(pool) == FAKE_MEM_POOL && pool->ipc == NULL
+                ? graph_allocate(dptr, size, ctx, pool->device, s)
+                : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        fake_unlock();
+        return r;
+    }
+    /* Host pools and managed pools without a preferred device serve the caller's device. */
+    CUdevice dev = pool != NULL && pool->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? pool->device
+                                                                                      : ctx->device;
     if (r == CUDA_SUCCESS)
-        r = allocation_new(FAKE_MEM_POOL, size, ctx, pool->device, pool, &a);
+        r = allocation_new(pool_kind(pool), size, ctx, dev, pool, &a);
     if (r == CUDA_SUCCESS) {
+        a->stream_ordered = 1;
         pool->used += size;
         pool->retained = pool->retained > size ? pool->retained - size : 0;
         if (pool->used > pool->used_high)
@@ -934,12 +1119,22 @@ static CUresult fake_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     CUresult r = fake_require_context(&ctx);
     if (r == CUDA_SUCCESS)
         r = fake_check_stream(hStream, &s);
-    if (r == CUDA_SUCCESS && fake_stream_capturing(s))
-        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (r == CUDA_SUCCESS) {
-        struct fake_allocation *a = find_base((uintptr_t)dptr, FAKE_MEM_POOL);
-        if (a == NULL)
-            r = CUDA_ERROR_INVALID_VALUE;
+    struct fake_allocation *a = r == CUDA_SUCCESS ? find_stream_ordered((uintptr_t)dptr) : NULL;
+    if (r == CUDA_SUCCESS && a == NULL) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (r == CUDA_SUCCESS && fake_stream_capturing(s)) {
+        /* A free node, for graph memory; the fake captures no other frees. */
+        if (graph_alloc_of(a) != NULL) {
+            struct fake_op op = { .kind = FAKE_OP_MEM_FREE };
+            op.where[0] = ctx;
+            op.u.mem.ptr = a->base;
+            r = fake_submit(s, &op);
+        } else {
+            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    } else if (r == CUDA_SUCCESS) {
+        if (graph_alloc_of(a) != NULL)
+            r = graph_free(a);
         else
             allocation_delete(a);
     }
@@ -947,19 +1142,71 @@ static CUresult fake_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     return r;
 }
 
+/* Sets what a new pool holds and where; host memory is the host's until a
+ * device is granted access (cuMemPoolSetAccess), managed memory every device
+ * reaches. Caller holds the lock. */
+static void pool_place(struct fake_pool *p, CUmemAllocationType type, CUmemLocation location)
+{
+    int on_device = location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    p->type = type;
+    p->location = location;
+    for (int d = 0; d < FAKE_MAX_DEVICES; d++)
+        if (type == CU_MEM_ALLOCATION_TYPE_MANAGED || (on_device && d == p->device))
+            p->access[d] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        else
+            p->access[d] = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+}
+
+/* The pool locations CUDA 13.0 accepts (cuMemPoolCreate): pinned memory on a
+ * device, the host or a host NUMA node (the fake has node 0); managed memory
+ * with a preferred device, host or NUMA node, or none. Host pools and
+ * managed pools are not IPC capable. */
+static CUresult pool_location_ok(const CUmemPoolProps *props)
+{
+    int managed = props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    if (!managed && props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (props->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: {
+        CUresult r = fake_check_device(props->location.id);
+        if (r != CUDA_SUCCESS)
+            return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
+        if (props->handleTypes == CU_MEM_HANDLE_TYPE_NONE)
+            return CUDA_SUCCESS;
+        if (managed)
+            return CUDA_ERROR_INVALID_VALUE;
+        /* the fake shares device pools through file descriptors only (ipc.c) */
+        return props->handleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ? CUDA_SUCCESS
+                                                                               : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (props->location.id != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        /* fall through */
+    case CU_MEM_LOCATION_TYPE_HOST:
+        return props->handleTypes == CU_MEM_HANDLE_TYPE_NONE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_LOCATION_TYPE_NONE:
+        return managed && props->handleTypes == CU_MEM_HANDLE_TYPE_NONE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+        return CUDA_ERROR_INVALID_VALUE; /* HOST_NUMA_CURRENT among them */
+    }
+}
+
 static CUresult fake_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
-    if (pool == NULL || props == NULL || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    struct fake_context *ctx = NULL;
+    if (pool == NULL || props == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = fake_check_device(props->location.id);
+    CUresult r = pool_location_ok(props);
     if (r != CUDA_SUCCESS)
-        return r == CUDA_ERROR_INVALID_DEVICE ? CUDA_ERROR_INVALID_VALUE : r;
-    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
-        props->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-        return CUDA_ERROR_NOT_SUPPORTED; /* the fake shares pools through file descriptors only */
+        return r;
+    int on_device = props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
     fake_lock();
-    struct fake_pool *p = pool_new(props->location.id, 0);
+    if (!on_device)
+        r = fake_require_context(&ctx); /* a pool away from devices serves the current one */
+    struct fake_pool *p = r == CUDA_SUCCESS ? pool_new(on_device ? props->location.id : ctx->device, 0) : NULL;
+    if (p != NULL)
+        pool_place(p, props->allocType, props->location);
     if (p != NULL && props->handleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
         p->ipc = fake_ipc_region_new(props->maxSize, props->location.id);
         if (p->ipc == NULL) {
@@ -968,10 +1215,57 @@ static CUresult fake_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *p
         }
     }
     fake_unlock();
+    if (r != CUDA_SUCCESS)
+        return r;
     if (p == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *pool = (CUmemoryPool)p;
     return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    if (map == NULL && count != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || fake_check_device(map[i].location.id) != CUDA_SUCCESS)
+            return CUDA_ERROR_INVALID_DEVICE;
+        if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    struct fake_pool *p = (struct fake_pool *)pool;
+    if (!fake_object_valid(p, FAKE_POOL))
+        r = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
+        if (p->location.type == CU_MEM_LOCATION_TYPE_DEVICE && map[i].location.id == p->device &&
+            map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            r = CUDA_ERROR_INVALID_VALUE; /* a device pool's own device keeps full access */
+    for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
+        p->access[map[i].location.id] = map[i].flags;
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location)
+{
+    if (flags == NULL || location == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    CUresult r = CUDA_SUCCESS;
+    const struct fake_pool *p = (const struct fake_pool *)memPool;
+    if (!fake_object_valid(p, FAKE_POOL))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (location->type == CU_MEM_LOCATION_TYPE_DEVICE && fake_check_device(location->id) == CUDA_SUCCESS)
+        *flags = p->access[location->id];
+    else if (location->type == CU_MEM_LOCATION_TYPE_HOST || location->type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+        *flags = pool_kind(p) == FAKE_MEM_POOL ? CU_MEM_ACCESS_FLAGS_PROT_NONE : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    fake_unlock();
+    return r;
 }
 
 static CUresult fake_cuMemPoolDestroy(CUmemoryPool pool)
@@ -1088,6 +1382,63 @@ static CUresult fake_cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice 
     return CUDA_SUCCESS;
 }
 
+/* The driver's default pools at the other locations (CUDA 13.0), made on
+ * first use: [0] pinned on the host, [1] pinned on host NUMA node 0, [2]
+ * managed with no preferred location, [3] managed on the host, [4] managed
+ * on node 0, [5 + d] managed on device d. */
+static struct fake_pool *other_default_pools[2 + 3 + FAKE_MAX_DEVICES];
+
+static CUresult fake_cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type)
+{
+    if (pool_out == NULL || location == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    int managed = type == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    if (!managed && type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int slot;
+    switch (location->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: {
+        CUresult r = fake_check_device(location->id);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (!managed)
+            return fake_cuDeviceGetDefaultMemPool(pool_out, location->id);
+        slot = 5 + location->id;
+        break;
+    }
+    case CU_MEM_LOCATION_TYPE_HOST: slot = managed ? 3 : 0; break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (location->id != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        slot = managed ? 4 : 1;
+        break;
+    case CU_MEM_LOCATION_TYPE_NONE:
+        if (!managed)
+            return CUDA_ERROR_INVALID_VALUE;
+        slot = 2;
+        break;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fake_lock();
+    struct fake_pool *p = other_default_pools[slot];
+    if (p == NULL) {
+        p = pool_new(location->type == CU_MEM_LOCATION_TYPE_DEVICE ? location->id : 0, 1);
+        if (p != NULL) {
+            CUmemLocation where = *location;
+            if (location->type == CU_MEM_LOCATION_TYPE_HOST)
+                where.id = 0; /* ignored for the host */
+            pool_place(p, type, where);
+        }
+        other_default_pools[slot] = p;
+    }
+    fake_unlock();
+    if (p == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool_out = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
     CUresult r = fake_check_device(dev);
@@ -1111,7 +1462,7 @@ static CUresult fake_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         return r;
     fake_lock();
     struct fake_pool *p = (struct fake_pool *)pool;
-    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev || p->imported)
+    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev || p->imported || pool_kind(p) != FAKE_MEM_POOL)
         r = CUDA_ERROR_INVALID_VALUE;
     else
         current_pools[dev] = p;
@@ -1157,12 +1508,120 @@ CUresult fake_pool_adopt_import(struct fake_context *ctx, CUmemoryPool pool, voi
     a->id = next_allocation_id++;
     a->ipc = p->ipc;
     a->ipc_imported = 1;
+    a->stream_ordered = 1; /* pool memory: cuMemFree and cuMemFreeAsync free it */
     a->next = allocations;
     allocations = a;
     live_allocations++;
     p->used += size; /* given back by allocation_delete's pool_release */
     *out = (CUdeviceptr)(uintptr_t)base;
     return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGraphMemTrim(CUdevice device)
+{
+    CUresult r = fake_check_device(device);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fake_lock();
+    /* Backing of graph memory no launch holds now goes back to the system. */
+    for (struct graph_alloc *g = graph_allocs; g != NULL; g = g->next)
+        if (g->a->device == device && g->backed && !g->live) {
+            g->backed = 0;
+            graph_reserved[device] -= g->a->size;
+        }
+    fake_unlock();
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    CUresult r = fake_check_device(device);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = graph_used[device]; break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = graph_used_high[device]; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = graph_reserved[device]; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = graph_reserved_high[device]; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    fake_unlock();
+    return r;
+}
+
+static CUresult fake_cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    CUresult r = fake_check_device(device);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* Only the high-water marks may be set, and only to 0, which resets them to the current value. */
+    if (value == NULL || *(cuuint64_t *)value != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fake_lock();
+    if (attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
+        graph_used_high[device] = graph_used[device];
+    else if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+        graph_reserved_high[device] = graph_reserved[device];
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    fake_unlock();
+    return r;
+}
+
+/* cuMemcpyBatchAsync (CUDA 13.0's form): attrs[k] applies to the copies from
+ * attrsIdxs[k] to the next entry's index; the first index is 0, the indices
+ * rise and stay below count. Every range is checked before any is copied.
+ * The legacy NULL stream is refused, as for the other batch calls. */
+static CUresult memcpy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                             CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream,
+                             int per_thread)
+{
+    if (dsts == NULL || srcs == NULL || sizes == NULL || count == 0 || attrs == NULL || attrsIdxs == NULL ||
+        numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (hStream == CU_STREAM_LEGACY || (hStream == NULL && !per_thread))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < numAttrs; k++) {
+        if (k > 0 && (attrsIdxs[k] <= attrsIdxs[k - 1] || attrsIdxs[k] >= count))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (attrs[k].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM &&
+            attrs[k].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+            attrs[k].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+            return CUDA_ERROR_INVALID_VALUE;
+        if ((attrs[k].flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE) != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct fake_context *ctx;
+    struct fake_stream *s = NULL;
+    fake_lock();
+    CUresult r = fake_require_context(&ctx);
+    if (r == CUDA_SUCCESS)
+        r = fake_check_stream(hStream, &s);
+    for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
+        if (sizes[i] == 0 || !unified_range_ok((uintptr_t)dsts[i], sizes[i]) ||
+            !unified_range_ok((uintptr_t)srcs[i], sizes[i]))
+            r = CUDA_ERROR_INVALID_VALUE;
+    fake_unlock();
+    for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
+        r = copy(COPY_UNIFIED, (uintptr_t)dsts[i], (uintptr_t)srcs[i], sizes[i], hStream, 1);
+    return r;
+}
+
+static CUresult fake_cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                        CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                        CUstream hStream)
+{
+    return memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream, 0);
+}
+
+static CUresult fake_cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                             CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                             CUstream hStream)
+{
+    return memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream, 1);
 }
 
 const struct fake_impl fake_impls_memory[] = {
@@ -1229,5 +1688,13 @@ const struct fake_impl fake_impls_memory[] = {
     FAKE_IMPL("cuDeviceGetDefaultMemPool", 11020, fake_cuDeviceGetDefaultMemPool),
     FAKE_IMPL("cuDeviceGetMemPool", 11020, fake_cuDeviceGetMemPool),
     FAKE_IMPL("cuDeviceSetMemPool", 11020, fake_cuDeviceSetMemPool),
+    FAKE_IMPL("cuMemGetDefaultMemPool", 13000, fake_cuMemGetDefaultMemPool),
+    FAKE_IMPL("cuMemPoolSetAccess", 11020, fake_cuMemPoolSetAccess),
+    FAKE_IMPL("cuMemPoolGetAccess", 11020, fake_cuMemPoolGetAccess),
+    FAKE_IMPL("cuDeviceGraphMemTrim", 11040, fake_cuDeviceGraphMemTrim),
+    FAKE_IMPL("cuDeviceGetGraphMemAttribute", 11040, fake_cuDeviceGetGraphMemAttribute),
+    FAKE_IMPL("cuDeviceSetGraphMemAttribute", 11040, fake_cuDeviceSetGraphMemAttribute),
+    FAKE_IMPL("cuMemcpyBatchAsync", 13000, fake_cuMemcpyBatchAsync),
+    FAKE_IMPL_PT("cuMemcpyBatchAsync", 13000, fake_cuMemcpyBatchAsync_ptsz),
     FAKE_IMPL_END,
 };

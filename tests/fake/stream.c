@@ -50,6 +50,8 @@ static unsigned long long next_stream_id = 1;
 static void op_release(struct fake_op *op)
 {
     fake_graph_op_release(op);
+    if (op->kind == FAKE_OP_MEM_ALLOC)
+        fake_graph_mem_hold(op, -1);
     if (op->kind == FAKE_OP_KERNEL) {
         free(op->u.kernel.params);
         op->u.kernel.params = NULL;
@@ -61,6 +63,8 @@ static int op_copy(struct fake_op *dst, const struct fake_op *src)
     *dst = *src;
     if (src->kind == FAKE_OP_CHILD || src->kind == FAKE_OP_CONDITIONAL)
         return fake_graph_op_copy(dst, src);
+    if (src->kind == FAKE_OP_MEM_ALLOC)
+        fake_graph_mem_hold(src, 1);
     if (src->kind == FAKE_OP_KERNEL && src->u.kernel.params_size != 0) {
         dst->u.kernel.params = malloc(src->u.kernel.params_size);
         if (dst->u.kernel.params == NULL)
@@ -125,6 +129,10 @@ CUresult fake_run_op(const struct fake_op *op)
     case FAKE_OP_CHILD:
     case FAKE_OP_CONDITIONAL:
         r = fake_run_graph_op(op);
+        break;
+    case FAKE_OP_MEM_ALLOC:
+    case FAKE_OP_MEM_FREE:
+        r = fake_graph_mem_run(op);
         break;
     }
     return r;
@@ -866,6 +874,8 @@ static CUresult fake_cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
         case FAKE_OP_EVENT_WAIT: *type = CU_GRAPH_NODE_TYPE_WAIT_EVENT; break;
         case FAKE_OP_CHILD: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
         case FAKE_OP_CONDITIONAL: *type = CU_GRAPH_NODE_TYPE_CONDITIONAL; break;
+        case FAKE_OP_MEM_ALLOC: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
+        case FAKE_OP_MEM_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
         }
     }
     fake_unlock();
