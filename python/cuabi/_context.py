@@ -170,7 +170,12 @@ class Context(NotCopyable):
                         _d.cuCtxSetCurrent(0)
                 except CUDAError:
                     pass
-                _d.cuDevicePrimaryCtxRelease(self._device.handle)
+                self._let_go()
+
+    def _let_go(self) -> None:
+        """Release cuabi's hold on the driver context (its objects are closed
+        and it is no longer current here): a primary context's reference."""
+        _d.cuDevicePrimaryCtxRelease(self._device.handle)
 
     def __enter__(self) -> "Context":
         p = _Pushed(self.handle, always=True)

@@ -199,6 +199,7 @@ extern const struct fake_impl fake_impls_memory[];
 extern const struct fake_impl fake_impls_stream[];
 extern const struct fake_impl fake_impls_module[];
 extern const struct fake_impl fake_impls_driver[];
+extern const struct fake_impl fake_impls_green[]; /* green.c: green contexts, tensor maps */
 
 /* Record mode: a closure for symbol (NULL with *status set when there is none). */
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,
