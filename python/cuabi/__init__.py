@@ -94,6 +94,10 @@ _LAZY = {
     "from_cuda_array_interface": ("_interop", "from_cuda_array_interface"),
     "asarray": ("_interop", "asarray"),
     "StridedMemoryView": ("_strided_view", "StridedMemoryView"),
+    "GreenContext": ("_green", "GreenContext"),
+    "SMResource": ("_green", "SMResource"),
+    "sm_resource": ("_green", "sm_resource"),
+    "TensorMap": ("_tensor_map", "TensorMap"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -104,6 +108,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         Device as Device, current_context as current_context, devices as devices, init as init)
     from ._event import Event as Event
     from ._graph import Graph as Graph, GraphExec as GraphExec
+    from ._green import GreenContext as GreenContext, SMResource as SMResource, sm_resource as sm_resource
     from ._interop import (
         asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
         from_dlpack as from_dlpack)
@@ -131,6 +136,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         ObjectCode as ObjectCode, Program as Program, nvrtc_path as nvrtc_path,
         nvrtc_version as nvrtc_version)
     from ._stream import Stream as Stream
+    from ._tensor_map import TensorMap as TensorMap
     from . import driver as driver
     from . import errors as errors
     from . import nvjitlink as nvjitlink, nvml as nvml, nvrtc as nvrtc, nvvm as nvvm, system as system
