@@ -85,7 +85,7 @@ class StridedMemoryView:
     ``device_id`` (the device's ordinal; -1 for memory of the host only),
     ``is_device_accessible``, ``is_host_accessible``, ``readonly`` and
     ``exporting_obj``; ``ndim``, ``size`` and ``is_contiguous`` follow from
-    them, and :meth:`as_tensor_map` encodes a TMA descriptor of the memory.  ``stream`` is where device memory of another library
+    them.  ``cuabi.TensorMap(view, box)`` encodes a TMA descriptor of it.  ``stream`` is where device memory of another library
     will be used (it is synchronised as its protocol asks; see
     :func:`cuabi.asarray`).
     """
@@ -203,13 +203,6 @@ class StridedMemoryView:
                 return False
             expected *= extent
         return True
-
-    def as_tensor_map(self, box: Any, **options: Any) -> Any:
-        """A :class:`cuabi.TensorMap` of this (device) memory, tiled by ``box``
-        (in this view's dimension order); ``options`` are TensorMap's."""
-        from ._tensor_map import TensorMap
-
-        return TensorMap(self, box, **options)
 
     def __repr__(self) -> str:
         where = "host" if self.device_id < 0 else "device %d" % self.device_id

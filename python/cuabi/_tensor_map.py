@@ -23,6 +23,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import driver as _d
 from ._backend import backend
 from ._device import Device, current_context
+from ._strided_view import StridedMemoryView
 
 SIZE = 128
 ALIGN = 64
@@ -90,8 +91,6 @@ class TensorMap:
     def __init__(self, array: Any, box: Sequence[int], *, data_type: Optional[str] = None,
                  element_strides: Optional[Sequence[int]] = None, interleave: str = "none",
                  swizzle: str = "none", l2_promotion: str = "none", oob_fill: str = "zero") -> None:
-        from ._strided_view import StridedMemoryView
-
         view = array if isinstance(array, StridedMemoryView) else StridedMemoryView(array)
         if not view.is_device_accessible:
             raise ValueError("a tensor map describes memory the device reaches; this array is host memory only")

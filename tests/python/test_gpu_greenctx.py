@@ -171,7 +171,7 @@ def test_tma_copies_a_tile_into_shared_memory(primary):
     n = 64
     buf = cuabi.DeviceBuffer(4 * n * n)
     buf.copy_from(struct.pack("%df" % (n * n), *range(n * n)))
-    t = cuabi.StridedMemoryView(buf.view("<f4", (n, n))).as_tensor_map((16, 16))
+    t = cuabi.TensorMap(cuabi.StridedMemoryView(buf.view("<f4", (n, n))), (16, 16))
     k = cuabi.Program(MAP_SRC).compile().load().get_kernel("tma_tile", [cuabi.TensorMap.PARAM, "p", "i", "i"])
     out = cuabi.DeviceBuffer(4 * 16 * 16)
     s = cuabi.Stream()

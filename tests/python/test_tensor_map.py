@@ -39,11 +39,11 @@ def test_encode_reverses_into_the_drivers_order(ctx):
 
 @pytest.mark.fake
 def test_a_view_and_strided_memory_encode_too(ctx):
-    """A StridedMemoryView with outer strides (a slice of rows) encodes with those strides; as_tensor_map too."""
+    """A StridedMemoryView with outer strides (a slice of rows) encodes with those strides."""
     buf = cuabi.DeviceBuffer(4 * 64 * 64)
     v = cuabi.StridedMemoryView(buf.view("<f4", (64, 32), strides=(256, 4)))  # every other half-row
     assert not v.is_contiguous
-    t = v.as_tensor_map((8, 8))
+    t = cuabi.TensorMap(v, (8, 8))
     assert _blob(t)[7] == 256 and _blob(t)[2:4] == (32, 64)
 
 
