@@ -67,7 +67,8 @@ class _Pushed:
 
 
 class Context(NotCopyable):
-    """A CUDA context; cuabi uses each device's primary context.
+    """A CUDA context: a device's primary context, or (the subclass
+    :class:`cuabi.GreenContext`) a green context on some of its SMs.
 
     Obtain it with :meth:`Device.set_current` or :attr:`Device.context`.
     ``with ctx:`` makes it current for the block (push, then pop).
