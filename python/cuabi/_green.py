@@ -32,9 +32,9 @@ from ._context import Context
 from ._device import Device, _ctx_by_handle
 from ._event import Event
 from ._interrupts import cleanup, deferred
-from ._resource import Resource, finalizing
+from ._resource import Resource
 from ._stream import Stream
-from .errors import ClosedError, CUDAError
+from .errors import ClosedError
 
 # CUDA 13.0's cuda.h: CUdevResourceType, CUgreenCtxCreate_flags, CUdevSmResourceSplit_flags
 _CU_DEV_RESOURCE_TYPE_SM = 1
@@ -259,17 +259,11 @@ class GreenContext(Context):
         if h is not None and self._h is None:
             _ctx_by_handle.pop(h, None)
 
-    def __del__(self) -> None:
-        try:
-            h = self._h
-        except AttributeError:
-            return
-        if h is None or finalizing():
-            return
-        try:
-            self.close()
-        except (CUDAError, BufferError, ClosedError):
-            pass
+    def _finalize(self) -> None:
+        """What garbage collection does with an open green context: close it."""
+        self.close()
+
+    __del__ = Resource.__del__  # released as resources are: not at shutdown, errors ignored
 
     def __repr__(self) -> str:
         if self._h is None:

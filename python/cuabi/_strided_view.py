@@ -11,6 +11,7 @@ with strides counted in elements, as array libraries count them.
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from typing import Any, Optional, Tuple
@@ -183,10 +184,7 @@ class StridedMemoryView:
     @property
     def size(self) -> int:
         """How many elements (the product of ``shape``)."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def is_contiguous(self) -> bool:

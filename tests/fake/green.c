@@ -342,32 +342,31 @@ static CUresult fake_cuGreenCtxDestroy(CUgreenCtx hCtx)
     return r;
 }
 
-static CUresult fake_cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+/* hCtx's converted context or id (either pointer may be NULL, not both). */
+static CUresult green_lookup(CUgreenCtx hCtx, CUcontext *pContext, unsigned long long *id)
 {
     if (!fake_is_initialized())
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (pContext == NULL)
+    if (pContext == NULL && id == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     fake_lock();
     struct fake_green *g = find_green(hCtx);
-    if (g != NULL)
+    if (g != NULL && pContext != NULL)
         *pContext = (CUcontext)g->ctx;
+    if (g != NULL && id != NULL)
+        *id = g->id;
     fake_unlock();
     return g != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+static CUresult fake_cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+    return pContext == NULL ? CUDA_ERROR_INVALID_VALUE : green_lookup(hCtx, pContext, NULL);
+}
+
 static CUresult fake_cuGreenCtxGetId(CUgreenCtx hCtx, unsigned long long *id)
 {
-    if (!fake_is_initialized())
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (id == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    fake_lock();
-    struct fake_green *g = find_green(hCtx);
-    if (g != NULL)
-        *id = g->id;
-    fake_unlock();
-    return g != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return id == NULL ? CUDA_ERROR_INVALID_VALUE : green_lookup(hCtx, NULL, id);
 }
 
 /* The stream is made the way cuStreamCreateWithPriority makes one, with the
