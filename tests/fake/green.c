@@ -457,12 +457,14 @@ static int is_float(CUtensorMapDataType t)
            t == CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ;
 }
 
-static CUresult fake_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType type, cuuint32_t rank,
-                                            void *globalAddress, const cuuint64_t *globalDim,
-                                            const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
-                                            const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
-                                            CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
-                                            CUtensorMapFloatOOBfill oobFill)
+/* What tiled and im2col maps share: the context, the type, the rank (at
+ * least min_rank), the address, dimensions, strides, element strides and
+ * option values. *esize gets the element size. */
+static CUresult check_map(CUtensorMap *tensorMap, CUtensorMapDataType type, cuuint32_t rank, cuuint32_t min_rank,
+                          uintptr_t address, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+                          const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+                          CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+                          CUtensorMapFloatOOBfill oobFill, unsigned *esize)
 {
     struct fake_context *ctx;
     fake_lock();
@@ -472,10 +474,9 @@ static CUresult fake_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapD
         return r;
     if (type >= CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B && type <= CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B)
         return CUDA_ERROR_NOT_SUPPORTED; /* the packed types are not modelled */
-    unsigned esize = element_size(type);
-    uintptr_t address = (uintptr_t)globalAddress;
-    if (tensorMap == NULL || ((uintptr_t)tensorMap & 63) || esize == 0 || rank == 0 || rank > 5 ||
-        globalDim == NULL || (rank > 1 && globalStrides == NULL) || boxDim == NULL || elementStrides == NULL)
+    *esize = element_size(type);
+    if (tensorMap == NULL || ((uintptr_t)tensorMap & 63) || *esize == 0 || rank < min_rank || rank > 5 ||
+        globalDim == NULL || (rank > 1 && globalStrides == NULL) || elementStrides == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if ((unsigned)interleave > CU_TENSOR_MAP_INTERLEAVE_32B || (unsigned)swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B ||
         (unsigned)l2Promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B ||
@@ -483,45 +484,116 @@ static CUresult fake_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapD
         return CUDA_ERROR_INVALID_VALUE;
     if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE && rank < 3)
         return CUDA_ERROR_INVALID_VALUE;
-    unsigned address_align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
-    if (address == 0 || address % address_align)
+    unsigned align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
+    if (address == 0 || address % align)
         return CUDA_ERROR_INVALID_VALUE;
-    for (cuuint32_t i = 0; i < rank; i++) {
-        if (globalDim[i] == 0 || globalDim[i] > (1ull << 32))
+    for (cuuint32_t i = 0; i < rank; i++)
+        if (globalDim[i] == 0 || globalDim[i] > (1ull << 32) || elementStrides[i] == 0 || elementStrides[i] > 8)
             return CUDA_ERROR_INVALID_VALUE;
-        if (boxDim[i] == 0 || boxDim[i] > 256 || elementStrides[i] == 0 || elementStrides[i] > 8)
-            return CUDA_ERROR_INVALID_VALUE;
-    }
-    unsigned stride_align = interleave == CU_TENSOR_MAP_INTERLEAVE_32B ? 32 : 16;
     for (cuuint32_t i = 0; i + 1 < rank; i++)
-        if (globalStrides[i] % stride_align || globalStrides[i] >= (1ull << 40))
+        if (globalStrides[i] % align || globalStrides[i] >= (1ull << 40))
             return CUDA_ERROR_INVALID_VALUE;
-    unsigned inner = boxDim[0] * esize;
-    if (interleave == CU_TENSOR_MAP_INTERLEAVE_NONE && inner % 16)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (interleave == CU_TENSOR_MAP_INTERLEAVE_NONE && swizzle != CU_TENSOR_MAP_SWIZZLE_NONE) {
-        unsigned span = swizzle == CU_TENSOR_MAP_SWIZZLE_32B ? 32 : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 64 : 128;
-        if (inner > span)
-            return CUDA_ERROR_INVALID_VALUE;
-    }
     if (interleave == CU_TENSOR_MAP_INTERLEAVE_32B && swizzle != CU_TENSOR_MAP_SWIZZLE_32B)
         return CUDA_ERROR_INVALID_VALUE;
     if (oobFill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && !is_float(type))
         return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
 
-    /* The blob: [0] address, [1] type | rank << 8 | interleave << 16 | swizzle << 24 | l2 << 32 | oob << 40,
-     * [2..6] dims, [7..10] strides, [11..15] box | element stride << 32. */
+/* The innermost extent a copy moves, against the swizzle span. */
+static int fits_swizzle(CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, unsigned inner)
+{
+    if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE || swizzle == CU_TENSOR_MAP_SWIZZLE_NONE)
+        return 1;
+    unsigned span = swizzle == CU_TENSOR_MAP_SWIZZLE_32B ? 32 : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 64 : 128;
+    return inner <= span;
+}
+
+/* The blob: [0] address, [1] type | rank << 8 | interleave << 16 | swizzle << 24 | l2 << 32 | oob << 40
+ * | mode << 48 (0 tiled, 1 im2col), [2..6] dims, [7..10] strides, [11..15] per dimension the box (or
+ * for im2col: 0) | element stride << 32. */
+static void write_map(CUtensorMap *tensorMap, unsigned mode, CUtensorMapDataType type, cuuint32_t rank,
+                      uintptr_t address, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+                      const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+                      CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
+{
     cuuint64_t *q = tensorMap->opaque;
     memset(q, 0, sizeof tensorMap->opaque);
     q[0] = address;
     q[1] = (cuuint64_t)type | (cuuint64_t)rank << 8 | (cuuint64_t)interleave << 16 | (cuuint64_t)swizzle << 24 |
-           (cuuint64_t)l2Promotion << 32 | (cuuint64_t)oobFill << 40;
+           (cuuint64_t)l2Promotion << 32 | (cuuint64_t)oobFill << 40 | (cuuint64_t)mode << 48;
     for (cuuint32_t i = 0; i < rank; i++) {
         q[2 + i] = globalDim[i];
-        q[11 + i] = boxDim[i] | (cuuint64_t)elementStrides[i] << 32;
+        q[11 + i] = (boxDim != NULL ? boxDim[i] : 0) | (cuuint64_t)elementStrides[i] << 32;
         if (i + 1 < rank)
             q[7 + i] = globalStrides[i];
     }
+}
+
+static CUresult fake_cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType type, cuuint32_t rank,
+                                            void *globalAddress, const cuuint64_t *globalDim,
+                                            const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
+                                            const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+                                            CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+                                            CUtensorMapFloatOOBfill oobFill)
+{
+    unsigned esize;
+    uintptr_t address = (uintptr_t)globalAddress;
+    CUresult r = check_map(tensorMap, type, rank, 1, address, globalDim, globalStrides, elementStrides, interleave,
+                           swizzle, l2Promotion, oobFill, &esize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (boxDim == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (cuuint32_t i = 0; i < rank; i++)
+        if (boxDim[i] == 0 || boxDim[i] > 256)
+            return CUDA_ERROR_INVALID_VALUE;
+    unsigned inner = boxDim[0] * esize;
+    if ((interleave == CU_TENSOR_MAP_INTERLEAVE_NONE && inner % 16) || !fits_swizzle(interleave, swizzle, inner))
+        return CUDA_ERROR_INVALID_VALUE;
+    write_map(tensorMap, 0, type, rank, address, globalDim, globalStrides, boxDim, elementStrides, interleave, swizzle,
+              l2Promotion, oobFill);
+    return CUDA_SUCCESS;
+}
+
+/* The corners: rank-2 offsets, within [-2^15, 2^15) for rank 3, [-2^7, 2^7) for
+ * 4, [-2^4, 2^4) for 5. In the blob the low halves of [11] and [12] hold
+ * channelsPerPixel and pixelsPerColumn, those of [13] and [14] the lower and
+ * upper corners, 32 / (rank - 2) bits a value, innermost first. */
+static CUresult fake_cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType type, cuuint32_t rank,
+                                             void *globalAddress, const cuuint64_t *globalDim,
+                                             const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner,
+                                             const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel,
+                                             cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides,
+                                             CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                             CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill)
+{
+    unsigned esize;
+    uintptr_t address = (uintptr_t)globalAddress;
+    CUresult r = check_map(tensorMap, type, rank, 3, address, globalDim, globalStrides, elementStrides, interleave,
+                           swizzle, l2Promotion, oobFill, &esize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (pixelBoxLowerCorner == NULL || pixelBoxUpperCorner == NULL || channelsPerPixel == 0 ||
+        channelsPerPixel > 256 || pixelsPerColumn == 0 || pixelsPerColumn > 1024 ||
+        !fits_swizzle(interleave, swizzle, channelsPerPixel * esize))
+        return CUDA_ERROR_INVALID_VALUE;
+    int bound = rank == 3 ? 1 << 15 : rank == 4 ? 1 << 7 : 1 << 4;
+    unsigned width = 32 / (rank - 2);
+    cuuint64_t lower = 0, upper = 0, mask = width == 32 ? 0xffffffffull : (1ull << width) - 1;
+    for (cuuint32_t i = 0; i + 2 < rank; i++) {
+        if (pixelBoxLowerCorner[i] < -bound || pixelBoxLowerCorner[i] >= bound || pixelBoxUpperCorner[i] < -bound ||
+            pixelBoxUpperCorner[i] >= bound)
+            return CUDA_ERROR_INVALID_VALUE;
+        lower |= ((cuuint64_t)(uint32_t)pixelBoxLowerCorner[i] & mask) << (width * i);
+        upper |= ((cuuint64_t)(uint32_t)pixelBoxUpperCorner[i] & mask) << (width * i);
+    }
+    write_map(tensorMap, 1, type, rank, address, globalDim, globalStrides, NULL, elementStrides, interleave, swizzle,
+              l2Promotion, oobFill);
+    tensorMap->opaque[11] |= channelsPerPixel;
+    tensorMap->opaque[12] |= pixelsPerColumn;
+    tensorMap->opaque[13] |= lower;
+    tensorMap->opaque[14] |= upper;
     return CUDA_SUCCESS;
 }
 
@@ -539,5 +611,6 @@ const struct fake_impl fake_impls_green[] = {
     FAKE_IMPL("cuGreenCtxRecordEvent", 12040, fake_cuGreenCtxRecordEvent),
     FAKE_IMPL("cuGreenCtxWaitEvent", 12040, fake_cuGreenCtxWaitEvent),
     FAKE_IMPL("cuTensorMapEncodeTiled", 12000, fake_cuTensorMapEncodeTiled),
+    FAKE_IMPL("cuTensorMapEncodeIm2col", 12000, fake_cuTensorMapEncodeIm2col),
     FAKE_IMPL_END,
 };

@@ -166,6 +166,14 @@ def test_tensor_map_of_a_real_buffer_encodes_and_reaches_a_kernel_by_value(prima
         cuabi.TensorMap(buf.view("<f4", (64, 64)), (16, 512))
 
 
+def test_im2col_map_of_a_real_buffer_encodes(primary):
+    """The driver encodes an im2col map of an NHWC half-precision buffer (a 3x3 convolution's window)."""
+    buf = cuabi.DeviceBuffer(2 * 2 * 16 * 16 * 64)
+    t = cuabi.TensorMap.im2col(buf.view("<f2", (2, 16, 16, 64)), lower_corner=(-1, -1), upper_corner=(-1, -1),
+                               channels_per_pixel=64, pixels_per_column=128, swizzle="128B")
+    assert t.mode == "im2col" and len(t.data) == 128 and t.data != bytes(128)
+
+
 def test_tma_copies_a_tile_into_shared_memory(primary):
     """cp.async.bulk.tensor with the map loads the 16x16 tile at row 32, column 16 of a 64x64 array."""
     n = 64

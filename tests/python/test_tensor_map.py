@@ -78,6 +78,44 @@ def test_encode_misuse_is_refused_before_the_driver(ctx):
         cuabi.TensorMap(f2, (8.0, 8))
 
 
+@pytest.mark.fake
+def test_im2col_maps(ctx):
+    """An NHWC array's im2col map: corners reversed into the driver's order, channels and pixels recorded."""
+    buf = cuabi.DeviceBuffer(2 * 8 * 8 * 16 * 2)
+    t = cuabi.TensorMap.im2col(buf.view("<f2", (2, 8, 8, 16)), lower_corner=(-1, -2), upper_corner=(1, 0),
+                               channels_per_pixel=16, pixels_per_column=64)
+    q = _blob(t)
+    assert t.mode == "im2col" and t.box == () and (q[1] >> 48) & 0xFF == 1 and q[1] & 0xFF == 6  # FLOAT16
+    assert q[2:6] == (16, 8, 8, 2) and q[7:10] == (32, 256, 2048)
+    assert q[11] & 0xFFFFFFFF == 16 and q[12] & 0xFFFFFFFF == 64
+    assert [(q[13] >> s) & 0xFFFF for s in (0, 16)] == [0xFFFE, 0xFFFF]  # W then H: -2, -1
+    assert [(q[14] >> s) & 0xFFFF for s in (0, 16)] == [0, 1]
+    five = cuabi.TensorMap.im2col(buf.view("<f2", (1, 2, 4, 4, 16)), lower_corner=(-16, 0, 15),
+                                  upper_corner=(0, 0, 0), channels_per_pixel=8, pixels_per_column=1)
+    assert _blob(five)[2:7] == (16, 4, 4, 2, 1) and "im2col" in repr(five)
+
+
+def test_im2col_misuse_is_refused_before_the_driver(ctx):
+    """Rank, corner counts and ranges, channels and pixels, and the swizzle span are checked in Python."""
+    buf = cuabi.DeviceBuffer(2 * 8 * 8 * 16 * 2)
+    nhwc = buf.view("<f2", (2, 8, 8, 16))
+    ok = dict(lower_corner=(0, 0), upper_corner=(0, 0), channels_per_pixel=16, pixels_per_column=64)
+    cases = [
+        (buf.view("<f2", (32, 64)), {}, "3 to 5 dimensions"),
+        (nhwc, dict(lower_corner=(0,)), "one per spatial dimensions of a 4-dimensional array"),
+        (nhwc, dict(upper_corner=(0, 128)), r"within -128..127 for 4 dimensions"),
+        (buf.view("<f2", (1, 2, 4, 4, 16)), dict(lower_corner=(0, 0, 16), upper_corner=(0, 0, 0)), "-16..15"),
+        (nhwc, dict(channels_per_pixel=0), "channels_per_pixel must be 1..256"),
+        (nhwc, dict(pixels_per_column=1025), "pixels_per_column must be 1..1024"),
+        (nhwc, dict(channels_per_pixel=32, swizzle="32B"), "spans 32 bytes; channels_per_pixel spans 64"),
+    ]
+    for array, change, message in cases:
+        with pytest.raises(ValueError, match=message):
+            cuabi.TensorMap.im2col(array, **dict(ok, **change))
+    with pytest.raises(TypeError, match="pixels_per_column must be an int"):
+        cuabi.TensorMap.im2col(nhwc, **dict(ok, pixels_per_column=2.0))
+
+
 class _Cai:
     def __init__(self, ptr):
         self.__cuda_array_interface__ = {"version": 3, "data": (ptr, False), "shape": (4, 4),
