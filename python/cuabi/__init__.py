@@ -111,6 +111,10 @@ _LAZY = {
     "IpcEventHandle": ("_ipc", "IpcEventHandle"),
     "send_fd": ("_ipc", "send_fd"),
     "recv_fd": ("_ipc", "recv_fd"),
+    "GreenContext": ("_green", "GreenContext"),
+    "SMResource": ("_green", "SMResource"),
+    "sm_resource": ("_green", "sm_resource"),
+    "TensorMap": ("_tensor_map", "TensorMap"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -124,6 +128,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
     from ._ipc import (
         IpcBufferDescriptor as IpcBufferDescriptor, IpcEventHandle as IpcEventHandle, recv_fd as recv_fd,
         send_fd as send_fd)
+    from ._green import GreenContext as GreenContext, SMResource as SMResource, sm_resource as sm_resource
     from ._interop import (
         asarray as asarray, from_cuda_array_interface as from_cuda_array_interface,
         from_dlpack as from_dlpack)
@@ -160,6 +165,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names resolve lazil
         Program as Program, nvrtc_path as nvrtc_path,
         nvrtc_version as nvrtc_version)
     from ._stream import Stream as Stream
+    from ._tensor_map import TensorMap as TensorMap
     from . import driver as driver
     from . import errors as errors
     from . import nvjitlink as nvjitlink, nvml as nvml, nvrtc as nvrtc, nvvm as nvvm, system as system

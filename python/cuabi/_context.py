@@ -67,7 +67,8 @@ class _Pushed:
 
 
 class Context(NotCopyable):
-    """A CUDA context; cuabi uses each device's primary context.
+    """A CUDA context: a device's primary context, or (the subclass
+    :class:`cuabi.GreenContext`) a green context on some of its SMs.
 
     Obtain it with :meth:`Device.set_current` or :attr:`Device.context`.
     ``with ctx:`` makes it current for the block (push, then pop).
@@ -170,7 +171,12 @@ class Context(NotCopyable):
                         _d.cuCtxSetCurrent(0)
                 except CUDAError:
                     pass
-                _d.cuDevicePrimaryCtxRelease(self._device.handle)
+                self._let_go()
+
+    def _let_go(self) -> None:
+        """Release cuabi's hold on the driver context (its objects are closed
+        and it is no longer current here): a primary context's reference."""
+        _d.cuDevicePrimaryCtxRelease(self._device.handle)
 
     def __enter__(self) -> "Context":
         p = _Pushed(self.handle, always=True)

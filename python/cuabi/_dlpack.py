@@ -261,9 +261,11 @@ class Imported:
         self.release = release
 
 
-def consume(obj: Any, stream: Any) -> Imported:
+def consume(obj: Any, stream: Any, host: bool = False) -> Imported:
     """Take ``obj``'s CUDA tensor through ``obj.__dlpack__``, for use on
     ``stream`` (a cuabi stream or handle; None: the legacy stream).
+    ``host=True`` takes a tensor in ordinary host memory (``kDLCPU``)
+    instead, for which DLPack has no stream.
 
     The capsule is marked used; the caller owns the tensor and calls
     ``release()`` on the result when done with the memory.
@@ -273,11 +275,16 @@ def consume(obj: Any, stream: Any) -> Imported:
     if dev is None or not hasattr(obj, "__dlpack__"):
         raise TypeError("%s does not implement the DLPack protocol" % type(obj).__name__)
     dev_type, _dev_id = dev()
-    if dev_type not in (kDLCUDA, kDLCUDAManaged, kDLCUDAHost):
+    if host:
+        if dev_type != kDLCPU:
+            raise BufferError("the tensor is on device type %d, not host memory (kDLCPU)" % dev_type)
+        s: Any = None
+    elif dev_type not in (kDLCUDA, kDLCUDAManaged, kDLCUDAHost):
         raise BufferError("from_dlpack: the tensor is on device type %d, not CUDA memory" % dev_type)
-    s = stream_handle(stream) if stream is not None else 1
-    if s == 0:
-        s = 1
+    else:
+        s = stream_handle(stream) if stream is not None else 1
+        if s == 0:
+            s = 1
     try:
         capsule = obj.__dlpack__(stream=s, max_version=(DLPACK_MAJOR, DLPACK_MINOR))
     except TypeError:
@@ -316,7 +323,7 @@ def consume(obj: Any, stream: Any) -> Imported:
             strides = tuple(t.strides[i] * itemsize for i in range(t.ndim))
         return Imported((t.data or 0) + t.byte_offset, shape, "%s%d" % (kind, itemsize), strides,
                         t.device.device_id, t.device.device_type == kDLCUDAManaged, readonly,
-                        s if s not in (1, 2) else None, release)
+                        s if s not in (None, 1, 2) else None, release)
     except BaseException:
         release()
         raise

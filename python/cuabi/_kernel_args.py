@@ -73,7 +73,7 @@ def parse_params(spec: Union[str, Sequence[Any]]) -> Tuple[Param, ...]:
             if len(it) != 2 or not all(isinstance(x, int) for x in it):
                 raise ValueError("a struct parameter is given as (size, alignment), got %r" % (it,))
             size, align = it
-            if size <= 0 or align not in (1, 2, 4, 8, 16):
+            if size <= 0 or align not in (1, 2, 4, 8, 16, 32, 64, 128):
                 raise ValueError("bad struct parameter (size=%d, alignment=%d)" % (size, align))
             out.append(("%ds" % size, size, align, False))
             continue
@@ -91,7 +91,7 @@ def infer_params(info: Sequence[Tuple[int, int]], args: Sequence[Any]) -> List[A
     parameter: numbers by their Python type and size, 8-byte others as
     pointers, bytes of the parameter's size as a struct."""
     items: List[Any] = []
-    for (_off, size), a in zip(info, args):
+    for (off, size), a in zip(info, args):
         if isinstance(a, float):
             kind = {4: "f", 8: "d", 2: "e"}.get(size)
         elif isinstance(a, int):
@@ -102,12 +102,24 @@ def infer_params(info: Sequence[Tuple[int, int]], args: Sequence[Any]) -> List[A
             kind = None
         if kind is None:
             if isinstance(a, (bytes, bytearray)) and len(a) == size:
-                items.append((size, min(size, 8) if size & (size - 1) == 0 else 1))
+                items.append((size, _struct_alignment(off, size)))
                 continue
             raise TypeError("cannot pass %s as a %d-byte kernel parameter; give the kernel "
                             "a signature with set_params()" % (type(a).__name__, size))
         items.append(kind)
     return items
+
+
+def _struct_alignment(offset: int, size: int) -> int:
+    """An alignment that puts a struct where the driver says it is: the
+    largest power of two (up to 128, and dividing ``size``) that divides
+    ``offset``.  The struct's real alignment divides both, so padding to this
+    one from the end of the previous parameter lands on ``offset`` (a
+    ``CUtensorMap``, 64-byte aligned, after a pointer included)."""
+    align = 1
+    while align < 128 and size % (align * 2) == 0 and offset % (align * 2) == 0:
+        align *= 2
+    return align
 
 
 def packing(params: Sequence[Param]) -> Tuple[str, int, Tuple[Tuple[str, int, int], ...]]:

@@ -11,6 +11,7 @@ with strides counted in elements, as array libraries count them.
 
 from __future__ import annotations
 
+import math
 import struct
 import sys
 from typing import Any, Optional, Tuple
@@ -46,6 +47,36 @@ def _in_elements(strides: Optional[Tuple[int, ...]], itemsize: int) -> Optional[
     return tuple(s // itemsize for s in strides)
 
 
+def _host_dlpack(obj: Any) -> bool:
+    """Whether ``obj`` is to be viewed as a DLPack tensor in plain host memory
+    (one with no array interface of either kind to use instead)."""
+    if not hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__") \
+            or hasattr(obj, "__cuda_array_interface__"):
+        return False
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is None:
+        return False
+    from ._dlpack import kDLCPU
+
+    return dev()[0] == kDLCPU
+
+
+class _Imported:
+    """Holds a DLPack tensor taken from its producer, and gives it back (its
+    deleter) when the last view of it goes."""
+
+    __slots__ = ("release", "obj")
+
+    def __init__(self, release: Any, obj: Any) -> None:
+        self.release = release
+        self.obj = obj
+
+    def __del__(self) -> None:
+        release, self.release = self.release, None
+        if release is not None:
+            release()
+
+
 class StridedMemoryView:
     """``StridedMemoryView(obj, stream=None)``: where ``obj``'s memory is and
     its layout, without copying; ``obj`` is kept alive.
@@ -54,7 +85,8 @@ class StridedMemoryView:
     C-contiguous), ``dtype`` (a typestr such as ``"<f4"``), ``itemsize``,
     ``device_id`` (the device's ordinal; -1 for memory of the host only),
     ``is_device_accessible``, ``is_host_accessible``, ``readonly`` and
-    ``exporting_obj``.  ``stream`` is where device memory of another library
+    ``exporting_obj``; ``ndim``, ``size`` and ``is_contiguous`` follow from
+    them.  ``cuabi.TensorMap(view, box)`` encodes a TMA descriptor of it.  ``stream`` is where device memory of another library
     will be used (it is synchronised as its protocol asks; see
     :func:`cuabi.asarray`).
     """
@@ -64,7 +96,9 @@ class StridedMemoryView:
 
     def __init__(self, obj: Any, stream: Any = None) -> None:
         self.exporting_obj = obj
-        if isinstance(obj, PinnedBuffer):
+        if _host_dlpack(obj):
+            self._dlpack_host(obj)
+        elif isinstance(obj, PinnedBuffer):
             self._host(obj.__array_interface__, obj, device_accessible=True)
             self.device_id = obj.context.device.device_id
         elif isinstance(obj, DeviceArray) or hasattr(obj, "__cuda_array_interface__") \
@@ -107,6 +141,21 @@ class StridedMemoryView:
         self.readonly = readonly
         self._keep = obj
 
+    def _dlpack_host(self, obj: Any) -> None:
+        from ._dlpack import consume
+
+        t = consume(obj, None, host=True)
+        keep = _Imported(t.release, obj)
+        self.dtype, _kind, self.itemsize = dtype_info(t.typestr)
+        self.ptr = t.ptr
+        self.shape = t.shape
+        self.strides = _in_elements(t.strides, self.itemsize)
+        self.device_id = -1
+        self.is_device_accessible = False
+        self.is_host_accessible = True
+        self.readonly = t.readonly
+        self._keep = keep
+
     def _buffer(self, obj: Any) -> None:
         try:
             mv = memoryview(obj)
@@ -131,6 +180,27 @@ class StridedMemoryView:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """How many elements (the product of ``shape``)."""
+        return math.prod(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie one after another in C order (row-major),
+        with no gap: ``strides`` None, or equal to the C-order strides (a
+        dimension of extent 1 may have any stride; an empty array is
+        contiguous)."""
+        strides = self.strides
+        if strides is None or self.size == 0:
+            return True
+        expected = 1
+        for extent, stride in zip(reversed(self.shape), reversed(strides)):
+            if extent != 1 and stride != expected:
+                return False
+            expected *= extent
+        return True
 
     def __repr__(self) -> str:
         where = "host" if self.device_id < 0 else "device %d" % self.device_id

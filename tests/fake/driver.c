@@ -373,7 +373,7 @@ FAKE_EXPORT int fakecuda_is_record_mode(void)
 
 static const struct fake_impl *const impl_tables[] = {
     fake_impls_driver, fake_impls_context, fake_impls_memory, fake_impls_stream, fake_impls_module,
-    fake_impls_ipc, fake_impls_graph, fake_impls_vmm,
+    fake_impls_ipc, fake_impls_graph, fake_impls_vmm, fake_impls_green,
 };
 
 /* The variant a request gets; *known says whether the pretended driver has any variant. */

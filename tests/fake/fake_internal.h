@@ -282,6 +282,7 @@ extern const struct fake_impl fake_impls_ipc[];
 extern const struct fake_impl fake_impls_driver[];
 extern const struct fake_impl fake_impls_graph[];
 extern const struct fake_impl fake_impls_vmm[];
+extern const struct fake_impl fake_impls_green[]; /* green.c: green contexts, tensor maps */
 
 /* Record mode: a closure for symbol (NULL with *status set when there is none). */
 CUresult fake_record_resolve(const char *symbol, int version, unsigned long long flags,

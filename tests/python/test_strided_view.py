@@ -2,6 +2,8 @@
 """StridedMemoryView: host and device arrays described alike, strides in elements."""
 
 import array
+import gc
+import sys
 
 import pytest
 
@@ -72,3 +74,56 @@ def test_foreign_device_array_through_the_cuda_array_interface(ctx):
 
     with pytest.raises(ValueError, match="not whole elements"):
         cuabi.StridedMemoryView(Odd())
+
+
+def test_size_and_contiguity():
+    """size is the element count; is_contiguous holds for C order and dimensions of extent 1, not for gaps."""
+    buf = cuabi.DeviceBuffer(4 * 64)
+    assert cuabi.StridedMemoryView(array.array("i", range(6))).is_contiguous
+    whole = cuabi.StridedMemoryView(buf.view("<f4", (4, 16), strides=(64, 4)))
+    assert whole.is_contiguous and whole.size == 64
+    assert not cuabi.StridedMemoryView(buf.view("<f4", (4, 8), strides=(64, 4))).is_contiguous  # half rows
+    assert not cuabi.StridedMemoryView(buf.view("<f4", (4, 4), strides=(4, 16))).is_contiguous  # transposed
+    assert cuabi.StridedMemoryView(buf.view("<f4", (1, 16), strides=(1024, 4))).is_contiguous  # extent 1
+    assert cuabi.StridedMemoryView(buf.view("<f4", (0, 4), strides=(64, 4))).size == 0
+
+
+def test_host_dlpack_tensors_are_viewed_without_a_copy():
+    """A producer with only DLPack in host memory (kDLCPU) is viewed in place, and given back when the view goes."""
+    np = pytest.importorskip("numpy")
+    if not hasattr(sys, "getrefcount"):
+        pytest.skip("DLPack capsules need ctypes.pythonapi")
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    released = []
+
+    class OnlyDLPack:
+        """Hides numpy's __array_interface__: DLPack is all the view may use."""
+
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None, **kw):
+            assert stream is None  # host tensors take no stream
+            released.append("exported")
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    strided = base[:, ::2]
+    refs = sys.getrefcount(strided)
+    v = cuabi.StridedMemoryView(OnlyDLPack(strided))
+    assert v.ptr == base.__array_interface__["data"][0] and v.shape == (3, 2) and v.strides == (4, 2)
+    assert v.dtype == "<f4" and v.device_id == -1 and v.is_host_accessible and not v.is_device_accessible
+    assert not v.is_contiguous and released == ["exported"]
+    del v  # the tensor goes back to numpy (its deleter runs): only our own references remain
+    gc.collect()
+    assert sys.getrefcount(strided) == refs
+    with pytest.raises(BufferError, match="not host memory"):
+        from cuabi._dlpack import consume
+
+        class OnGpu(OnlyDLPack):
+            def __dlpack_device__(self):
+                return (2, 0)
+
+        consume(OnGpu(base), None, host=True)
