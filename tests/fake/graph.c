@@ -575,6 +575,7 @@ const struct fake_impl fake_impls_graph[] = {
     FAKE_IMPL("cuGraphAddEventWaitNode", 11010, fake_cuGraphAddEventWaitNode),
     FAKE_IMPL("cuGraphConditionalHandleCreate", 12030, fake_cuGraphConditionalHandleCreate),
     FAKE_IMPL("cuGraphAddNode", 12030, fake_cuGraphAddNode),
+    FAKE_IMPL("cuGraphAddNode", 13040, fake_cuGraphAddNode), /* _v3: the same parameters */
     FAKE_IMPL("cuGraphDebugDotPrint", 11030, fake_cuGraphDebugDotPrint),
     FAKE_IMPL("cuGraphExecKernelNodeSetParams", 12000, fake_cuGraphExecKernelNodeSetParams),
     FAKE_IMPL("cuGraphNodeSetEnabled", 11060, fake_cuGraphNodeSetEnabled),
