@@ -14,8 +14,7 @@ from ._address import device_pointer
 from ._backend import backend
 from ._constants import (CU_GRAPH_COND_ASSIGN_DEFAULT, CU_GRAPH_COND_TYPE_IF, CU_GRAPH_COND_TYPE_SWITCH,
                          CU_GRAPH_COND_TYPE_WHILE, CU_GRAPH_NODE_TYPE_CONDITIONAL,
-                         CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT,
-                         CU_LAUNCH_PARAM_END_AS_INT, CU_MEMORYTYPE_UNIFIED, CU_STREAM_CAPTURE_MODE_GLOBAL,
+                         CU_MEMORYTYPE_UNIFIED, CU_STREAM_CAPTURE_MODE_GLOBAL,
                          CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
                          CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
 from ._device import current_context
@@ -39,7 +38,6 @@ _MEMCPY3D = struct.Struct(FORMATS["CUDA_MEMCPY3D_v2"])
 # handle, type, size, phGraph_out, ctx: the union member of CUgraphNodeParams at offset 16
 _CONDITIONAL = struct.Struct(FORMATS["CUDA_CONDITIONAL_NODE_PARAMS"])
 _NODE_PARAMS_SIZE = SIZES["CUgraphNodeParams"]
-_EXTRA = struct.Struct("=5Q")
 
 
 def _mode(mode: str) -> int:
@@ -148,10 +146,13 @@ def _dependencies(graph: "Graph", after: Dependencies) -> Tuple[Optional[bytearr
     return (bytearray(struct.pack("=%dQ" % len(hs), *hs)) if hs else None), len(hs)
 
 
-def _kernel_node_params(kernel: Any, config: Any, args: Tuple[Any, ...]) -> Tuple[bytearray, Any]:
+def _kernel_node_params(kernel: Any, config: Any, args: Tuple[Any, ...], ctx: int) -> Tuple[bytearray, Any]:
     """A CUDA_KERNEL_NODE_PARAMS for ``kernel`` launched with ``config`` and
-    ``args`` (packed as a launch packs them, given in ``extra``), and what
-    keeps the memory it points to alive until the driver has copied it."""
+    ``args`` (packed as a launch packs them; ``kernelParams`` points at each
+    one) in the context ``ctx`` (a handle; 0: the current one), and what
+    keeps the memory it points to alive until the driver has copied it.
+    ``kernelParams``, not ``extra``: the driver refuses ``extra`` in the body
+    graphs of conditional nodes, which it launches from the device."""
     from ._kernel import pack_params
     from ._launch_config import LaunchConfig
 
@@ -160,16 +161,23 @@ def _kernel_node_params(kernel: Any, config: Any, args: Tuple[Any, ...]) -> Tupl
     if config._ex:
         raise ValueError("launch attributes (cluster, cooperative, priority, programmatic) are not "
                          "supported on graph kernel nodes; capture a launch with them instead")
-    block = pack_params(kernel, args)
-    b = backend()
-    params_addr, keep_p = b.buffer_address(bytearray(block) or bytearray(1))
-    size_addr, keep_s = b.buffer_address(bytearray(struct.pack("=Q", len(block))))
-    extra = bytearray(_EXTRA.pack(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, params_addr,
-                                  CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT, size_addr, CU_LAUNCH_PARAM_END_AS_INT))
-    extra_addr, keep_e = b.buffer_address(extra)
+    block, offsets = pack_params(kernel, args)
+    block_buf = bytearray(block) or bytearray(1)
+    block_addr, keep_b = backend().buffer_address(block_buf)
+    pointers, keep_p = _param_pointers(block_addr, offsets)
     gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
-    params = bytearray(_KERNEL_NODE.pack(kernel._h, gx, gy, gz, bx, by, bz, shmem, 0, extra_addr, 0, 0))
-    return params, (keep_p, keep_s, keep_e, extra)
+    params = bytearray(_KERNEL_NODE.pack(kernel._h, gx, gy, gz, bx, by, bz, shmem, pointers, 0, 0, ctx))
+    return params, (keep_b, keep_p, block_buf)
+
+
+def _param_pointers(block_addr: int, offsets: Tuple[int, ...]) -> Tuple[int, Any]:
+    """A ``kernelParams`` array: the address of each parameter in the block at
+    ``block_addr`` (NULL for a kernel without parameters), and its keeper."""
+    if not offsets:
+        return 0, None
+    array = bytearray(struct.pack("=%dQ" % len(offsets), *(block_addr + o for o in offsets)))
+    address, keep = backend().buffer_address(array)
+    return address, (keep, array)
 
 
 def _host_function(fn: Callable[[], Any]) -> Tuple[int, Any]:
@@ -345,7 +353,7 @@ class Graph(Resource):
         converted as :func:`cuabi.launch` converts them
         (``cuGraphAddKernelNode``).  The driver copies the arguments now."""
         deps, n = _dependencies(self, after)
-        params, keep = _kernel_node_params(kernel, config, args)
+        params, keep = _kernel_node_params(kernel, config, args, self._ctx_handle())
         h = self.handle
         with self._in_context():
             node = _d.cuGraphAddKernelNode(h, deps, n, params)
@@ -548,7 +556,7 @@ class GraphExec(Resource):
         launch config) for the next launches (``cuGraphExecKernelNodeSetParams``);
         the graph itself is unchanged."""
         nh = self._node(node, ("kernel",), "set_kernel_args")
-        params, keep = _kernel_node_params(node.kernel, node.config, args)
+        params, keep = _kernel_node_params(node.kernel, node.config, args, node.graph._ctx_handle())
         h = self.handle
         with self._in_context():
             _d.cuGraphExecKernelNodeSetParams(h, nh, params)
@@ -567,7 +575,7 @@ class GraphExec(Resource):
         if kernel is None or kernel._params is None or kernel._h is None:
             # not a kernel node, a kernel without a signature or unloaded: the general way
             nh = self._node(node, ("kernel",), "launch_with")
-            params, keep = _kernel_node_params(node.kernel, node.config, args)
+            params, keep = _kernel_node_params(node.kernel, node.config, args, node.graph._ctx_handle())
             h, s = self.handle, stream_handle(stream)
             with self._in_context():
                 _d.cuGraphExecKernelNodeSetParams(h, nh, params)
@@ -662,22 +670,21 @@ class _NodeParams:
     __slots__ = ("layout", "packet", "address", "_keep")
 
     def __init__(self, node: GraphNode) -> None:
-        from ._kernel_args import HEADER_SIZE, python_layout
+        from ._kernel_args import HEADER_SIZE, param_offsets, python_layout
         from ._launch_config import LaunchConfig
 
         config = node.config
         if config.__class__ is not LaunchConfig or config._ex:
             raise TypeError("a kernel node's config is a LaunchConfig without launch attributes")
-        self.layout = python_layout(node.kernel._params)
+        params = node.kernel._params
+        self.layout = python_layout(params)
         b = backend()
         # the packet as a launch has it: a header (unused here), then the parameters
         self.packet = bytearray(self.layout.size)
         packet_addr, keep_p = b.buffer_address(self.packet)
-        size_addr, keep_s = b.buffer_address(bytearray(struct.pack("=Q", self.layout.size - HEADER_SIZE)))
-        extra = bytearray(_EXTRA.pack(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT, packet_addr + HEADER_SIZE,
-                                      CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT, size_addr, CU_LAUNCH_PARAM_END_AS_INT))
-        extra_addr, keep_e = b.buffer_address(extra)
+        pointers, keep_a = _param_pointers(packet_addr + HEADER_SIZE, param_offsets(params))
         gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
-        params = bytearray(_KERNEL_NODE.pack(node.kernel._h, gx, gy, gz, bx, by, bz, shmem, 0, extra_addr, 0, 0))
-        self.address, keep_k = b.buffer_address(params)
-        self._keep = (keep_p, keep_s, keep_e, keep_k, extra, params)
+        node_params = bytearray(_KERNEL_NODE.pack(node.kernel._h, gx, gy, gz, bx, by, bz, shmem, pointers, 0, 0,
+                                                  node.graph._ctx_handle()))
+        self.address, keep_k = b.buffer_address(node_params)
+        self._keep = (keep_p, keep_a, keep_k, node_params)

@@ -13,7 +13,8 @@ from . import driver as _d
 from ._constants import (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                          CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CUDA_ERROR_INVALID_VALUE,
                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-from ._kernel_args import HEADER_SIZE, Param, infer_params, layout_for, parse_params, python_layout
+from ._kernel_args import (HEADER_SIZE, Param, infer_params, layout_for, param_offsets, parse_params,
+                           python_layout)
 from ._launch_config import LaunchConfig, pack_launch_config
 from ._resource import NO_CONTEXT, NotCopyable
 from ._stream import stream_handle
@@ -301,10 +302,11 @@ def infer_layout(kernel: Kernel, args: Tuple[Any, ...]) -> Any:
     return layout_for(_inferred_params(kernel, args))
 
 
-def pack_params(kernel: Kernel, args: Tuple[Any, ...]) -> bytes:
+def pack_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[bytes, Tuple[int, ...]]:
     """``args`` packed as ``kernel``'s parameter block (what follows a launch
-    packet's header), the way a launch packs them; for graph kernel nodes,
-    which take the block in ``extra``.  TypeError for bad arguments."""
+    packet's header), the way a launch packs them, and each parameter's offset
+    in it; for graph kernel nodes, which point at each parameter
+    (``kernelParams``).  TypeError for bad arguments."""
     if kernel.__class__ is not Kernel:
         raise TypeError("kernel must be a cuabi.Kernel, got %s" % type(kernel).__name__)
     if kernel._h is None:
@@ -317,7 +319,7 @@ def pack_params(kernel: Kernel, args: Tuple[Any, ...]) -> bytes:
     layout = python_layout(params)
     view = bytearray(layout.size)
     size = layout.pack(view, args, kernel)
-    return bytes(view[HEADER_SIZE:size])
+    return bytes(view[HEADER_SIZE:size]), param_offsets(params)
 
 
 def _inferred_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[Param, ...]:

@@ -140,6 +140,11 @@ def packing(params: Sequence[Param]) -> Tuple[str, int, Tuple[Tuple[str, int, in
     return "".join(fmt), off, tuple(items)
 
 
+def param_offsets(params: Sequence[Param]) -> Tuple[int, ...]:
+    """Each parameter's offset in the parameter block (as :func:`packing` lays it out)."""
+    return tuple(offset for _code, offset, _size in packing(params)[2])
+
+
 class ArgumentLayout:
     """How the Python launch packs one signature's arguments.
 
