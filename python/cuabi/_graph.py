@@ -488,15 +488,18 @@ class Graph(Resource):
             raise TypeError("condition must be a handle from Graph.conditional(), got %r" % (condition,))
         deps, n = _dependencies(self, after)
         h, ctx = self.handle, self._ctx_handle()
-        out = bytearray(8 * size)
-        out_addr, keep = backend().buffer_address(out)
         params = bytearray(_NODE_PARAMS_SIZE)
         struct.pack_into("=I", params, 0, CU_GRAPH_NODE_TYPE_CONDITIONAL)
-        _CONDITIONAL.pack_into(params, 16, condition, ctype, size, out_addr, ctx)
+        _CONDITIONAL.pack_into(params, 16, condition, ctype, size, 0, ctx)
         with deferred(), self._in_context():
             node = _d.cuGraphAddNode(h, deps, None, n, params)
-            bodies = tuple(self._body(b) for b in struct.unpack("=%dQ" % size, out))
-        del keep
+            # phGraph_out is the driver's: it writes the address of its own array of the
+            # body graphs into the parameters (valid while the node lives)
+            array = _CONDITIONAL.unpack_from(params, 16)[3]
+            if not array:
+                raise RuntimeError("cuGraphAddNode made the conditional node but returned no body graphs")
+            handles = struct.unpack("=%dQ" % size, backend().string_at(array, 8 * size))
+            bodies = tuple(self._body(b) for b in handles)
         return GraphNode(self, node, kind, bodies=bodies)
 
     def dot(self, path: str, flags: int = 0) -> None:

@@ -403,7 +403,7 @@ static CUresult fake_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, co
                     : p->type == CU_GRAPH_COND_TYPE_IF     ? n == 1 || n == 2
                     : p->type == CU_GRAPH_COND_TYPE_SWITCH ? n >= 1
                                                            : 0;
-        if (c == NULL || c->graph != (const struct fake_graph *)hGraph || !size_ok || p->phGraph_out == NULL ||
+        if (c == NULL || c->graph != (const struct fake_graph *)hGraph || !size_ok ||
             !fake_object_valid(p->ctx, FAKE_CONTEXT))
             r = CUDA_ERROR_INVALID_VALUE;
         else if (n > FAKE_CONDITIONAL_MAX_BODIES)
@@ -426,9 +426,10 @@ static CUresult fake_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, co
         else
             r = add_node(phGraphNode, hGraph, dependencies, numDependencies, &op);
         if (r == CUDA_SUCCESS) {
-            const struct fake_graph_node *node = (const struct fake_graph_node *)*phGraphNode;
-            for (unsigned b = 0; b < p->size; b++)
-                p->phGraph_out[b] = (CUgraph)node->op.u.conditional.bodies[b];
+            /* phGraph_out is an output: the driver's own array of the bodies, valid while
+             * the node lives (the caller's value is not read) */
+            struct fake_graph_node *node = (struct fake_graph_node *)*phGraphNode;
+            p->phGraph_out = (CUgraph *)(void *)node->op.u.conditional.bodies;
         }
     }
     fake_unlock();
