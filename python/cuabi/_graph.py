@@ -679,13 +679,13 @@ class _NodeParams:
         config = node.config
         if config.__class__ is not LaunchConfig or config._ex:
             raise TypeError("a kernel node's config is a LaunchConfig without launch attributes")
-        params = node.kernel._params
-        self.layout = python_layout(params)
+        params, offsets = node.kernel._params, node.kernel._offsets
+        self.layout = python_layout(params, offsets)
         b = backend()
         # the packet as a launch has it: a header (unused here), then the parameters
         self.packet = bytearray(self.layout.size)
         packet_addr, keep_p = b.buffer_address(self.packet)
-        pointers, keep_a = _param_pointers(packet_addr + HEADER_SIZE, param_offsets(params))
+        pointers, keep_a = _param_pointers(packet_addr + HEADER_SIZE, param_offsets(params, offsets))
         gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
         node_params = bytearray(_KERNEL_NODE.pack(node.kernel._h, gx, gy, gz, bx, by, bz, shmem, pointers, 0, 0,
                                                   node.graph._ctx_handle()))

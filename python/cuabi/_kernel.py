@@ -13,8 +13,8 @@ from . import driver as _d
 from ._constants import (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                          CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CUDA_ERROR_INVALID_VALUE,
                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-from ._kernel_args import (HEADER_SIZE, Param, infer_params, layout_for, param_offsets, parse_params,
-                           python_layout)
+from ._kernel_args import (HEADER_SIZE, Param, infer_params, layout_for, needs_driver_offsets, param_offsets,
+                           parse_params, python_layout)
 from ._launch_config import LaunchConfig, pack_launch_config
 from ._resource import NO_CONTEXT, NotCopyable
 from ._stream import stream_handle
@@ -59,7 +59,7 @@ class Kernel(NotCopyable):
     cuabi._compiled).
     """
 
-    __slots__ = ("_h", "name", "_owner", "_params", "_layout", "_kernel", "__weakref__")
+    __slots__ = ("_h", "name", "_owner", "_params", "_offsets", "_layout", "_kernel", "__weakref__")
 
     @classmethod
     def _make(cls, handle: int, name: str, params: Any, owner: Any) -> "Kernel":
@@ -69,6 +69,7 @@ class Kernel(NotCopyable):
         self._owner = owner
         self._kernel = None
         self._params = None
+        self._offsets = None
         self._layout = None
         if params is not None:
             self.set_params(params)
@@ -97,9 +98,28 @@ class Kernel(NotCopyable):
         """Fix the parameter signature (see :func:`cuabi._kernel_args.parse_params`)
         for fast launches."""
         p = parse_params(params)
-        self._layout = layout_for(p)
+        offsets = self._driver_offsets(p) if needs_driver_offsets(p) else None
+        self._layout = layout_for(p, offsets)
+        self._offsets = offsets
         self._params = p
         return self
+
+    def _driver_offsets(self, params: Tuple[Param, ...]) -> Tuple[int, ...]:
+        """The driver's offsets of the parameters, checked against the signature's
+        sizes: where a struct aligned to more than 16 bytes goes depends on the
+        architecture, so cuabi asks (``cuFuncGetParamInfo``)."""
+        try:
+            info = self.param_info()
+        except EntryPointError:
+            raise ValueError(
+                "kernel %r takes a struct aligned to more than 16 bytes; where it goes in the "
+                "parameter buffer only the driver can say (cuFuncGetParamInfo, CUDA 12.4+), and "
+                "this driver cannot" % self.name) from None
+        sizes = [size for _code, size, _align, _is_ptr in params]
+        if [size for _off, size in info] != sizes:
+            raise ValueError("kernel %r: the signature's parameter sizes %s differ from the kernel's %s"
+                             % (self.name, sizes, [size for _off, size in info]))
+        return tuple(off for off, _size in info)
 
     @classmethod
     def from_handle(cls, handle: Any, params: Any = None, name: Optional[str] = None) -> "Kernel":
@@ -299,7 +319,7 @@ def infer_layout(kernel: Kernel, args: Tuple[Any, ...]) -> Any:
     """The argument layout for a launch of a kernel without a signature: the
     parameters' sizes from the driver (``cuFuncGetParamInfo``, CUDA 12.4+),
     their types from the arguments."""
-    return layout_for(_inferred_params(kernel, args))
+    return layout_for(*_inferred_params(kernel, args))
 
 
 def pack_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[bytes, Tuple[int, ...]]:
@@ -311,18 +331,20 @@ def pack_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[bytes, Tuple[int
         raise TypeError("kernel must be a cuabi.Kernel, got %s" % type(kernel).__name__)
     if kernel._h is None:
         raise ClosedError("Kernel %r is closed (its module was unloaded)" % kernel.name)
-    params = kernel._params
+    params, offsets = kernel._params, kernel._offsets
     if params is None:
-        params = _inferred_params(kernel, args)
+        params, offsets = _inferred_params(kernel, args)
     if len(args) != len(params):
         raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, len(params), len(args)))
-    layout = python_layout(params)
+    layout = python_layout(params, offsets)
     view = bytearray(layout.size)
     size = layout.pack(view, args, kernel)
-    return bytes(view[HEADER_SIZE:size]), param_offsets(params)
+    return bytes(view[HEADER_SIZE:size]), param_offsets(params, offsets)
 
 
-def _inferred_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[Param, ...]:
+def _inferred_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[Tuple[Param, ...], Tuple[int, ...]]:
+    """A signature for ``args`` from the driver's description of the kernel's
+    parameters, and the driver's offsets of them."""
     try:
         info = kernel.param_info()
     except EntryPointError:
@@ -332,4 +354,4 @@ def _inferred_params(kernel: Kernel, args: Tuple[Any, ...]) -> Tuple[Param, ...]
             "get_kernel() or call set_params()" % kernel.name) from None
     if len(info) != len(args):
         raise TypeError("kernel %r takes %d arguments, %d given" % (kernel.name, len(info), len(args)))
-    return parse_params(infer_params(info, args))
+    return parse_params(infer_params(info, args)), tuple(off for off, _size in info)

@@ -122,15 +122,26 @@ def _struct_alignment(offset: int, size: int) -> int:
     return align
 
 
-def packing(params: Sequence[Param]) -> Tuple[str, int, Tuple[Tuple[str, int, int], ...]]:
+Offsets = Optional[Tuple[int, ...]]
+
+
+def packing(params: Sequence[Param], offsets: Offsets = None) -> Tuple[str, int, Tuple[Tuple[str, int, int], ...]]:
     """The parameters' ``struct`` format (after the header, with padding), the
     parameter block's size, and per parameter ``(code, offset, size)`` (code
-    ``p`` for a pointer, ``s`` for a struct)."""
+    ``p`` for a pointer, ``s`` for a struct).  Each parameter goes to the next
+    multiple of its alignment, or to ``offsets[i]`` where the driver's offsets
+    are given (:meth:`cuabi.Kernel.param_info`): a struct aligned to more than
+    16 bytes sits where the driver puts it, which depends on where the
+    architecture's parameter bank starts (a 64-byte aligned ``CUtensorMap``
+    after a pointer is at offset 48 on sm_90), not on the alignment alone."""
     fmt = ["="]
     items = []
     off = 0
-    for code, size, align, is_ptr in params:
-        pad = (-off) % align
+    for i, (code, size, align, is_ptr) in enumerate(params):
+        pad = (-off) % align if offsets is None else offsets[i] - off
+        if pad < 0:
+            raise ValueError("parameter %d at offset %d overlaps the one before it (ending at %d)"
+                             % (i, offsets[i] if offsets is not None else off, off))
         if pad:
             fmt.append("%dx" % pad)
             off += pad
@@ -140,9 +151,14 @@ def packing(params: Sequence[Param]) -> Tuple[str, int, Tuple[Tuple[str, int, in
     return "".join(fmt), off, tuple(items)
 
 
-def param_offsets(params: Sequence[Param]) -> Tuple[int, ...]:
+def param_offsets(params: Sequence[Param], offsets: Offsets = None) -> Tuple[int, ...]:
     """Each parameter's offset in the parameter block (as :func:`packing` lays it out)."""
-    return tuple(offset for _code, offset, _size in packing(params)[2])
+    return tuple(offset for _code, offset, _size in packing(params, offsets)[2])
+
+
+def needs_driver_offsets(params: Sequence[Param]) -> bool:
+    """Whether a struct is aligned to more than 16 bytes: where it goes only the driver knows."""
+    return any(align > 16 for _code, _size, align, _is_ptr in params)
 
 
 class ArgumentLayout:
@@ -158,8 +174,8 @@ class ArgumentLayout:
 
     __slots__ = ("nparams", "size", "pack", "source", "spare")
 
-    def __init__(self, params: Sequence[Param]) -> None:
-        fmt, block, _items = packing(params)
+    def __init__(self, params: Sequence[Param], offsets: Offsets = None) -> None:
+        fmt, block, _items = packing(params, offsets)
         self.nparams = len(params)
         self.size = HEADER_SIZE + block
         self.source = _pack_source(params, self.size)
@@ -203,38 +219,40 @@ def _pack_source(params: Sequence[Param], size: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-_layouts: Dict[Tuple[Param, ...], Any] = {}
+_layouts: Dict[Tuple[Tuple[Param, ...], Offsets], Any] = {}
 _layouts_lock = threading.Lock()
 
 
-def layout_for(params: Tuple[Param, ...]) -> Any:
-    """The layout for a parsed signature (one per signature): the compiled
-    tier's where there is one, else an :class:`ArgumentLayout`."""
-    layout = _layouts.get(params)
+def layout_for(params: Tuple[Param, ...], offsets: Offsets = None) -> Any:
+    """The layout for a parsed signature (one per signature and placement):
+    the compiled tier's where there is one, else an :class:`ArgumentLayout`."""
+    key = (params, offsets)
+    layout = _layouts.get(key)
     if layout is not None:
         return layout
     from ._compiled import speedups
 
     compiled = speedups()
     if compiled is not None:
-        _fmt, block, items = packing(params)
+        _fmt, block, items = packing(params, offsets)
         layout = compiled.make_layout(items, HEADER_SIZE + block)
     else:
-        layout = ArgumentLayout(params)
+        layout = ArgumentLayout(params, offsets)
     with _layouts_lock:
-        return _layouts.setdefault(params, layout)
+        return _layouts.setdefault(key, layout)
 
 
-_python_layouts: Dict[Tuple[Param, ...], ArgumentLayout] = {}
+_python_layouts: Dict[Tuple[Tuple[Param, ...], Offsets], ArgumentLayout] = {}
 
 
-def python_layout(params: Tuple[Param, ...]) -> ArgumentLayout:
+def python_layout(params: Tuple[Param, ...], offsets: Offsets = None) -> ArgumentLayout:
     """The :class:`ArgumentLayout` of a parsed signature, whatever the tier:
     for packing into a buffer of one's own (graph kernel nodes), where the
     compiled tier's layouts pack only on the C stack of a launch."""
-    layout = _python_layouts.get(params)
+    key = (params, offsets)
+    layout = _python_layouts.get(key)
     if layout is None:
-        layout = ArgumentLayout(params)
+        layout = ArgumentLayout(params, offsets)
         with _layouts_lock:
-            layout = _python_layouts.setdefault(params, layout)
+            layout = _python_layouts.setdefault(key, layout)
     return layout

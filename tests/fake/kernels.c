@@ -29,12 +29,17 @@ FAKE_EXPORT uint64_t fakecuda_launch_count(void)
     return n;
 }
 
+/* Where sm_90 puts the parameter buffer in its constant bank (c[0x0][0x210]): a parameter is
+ * aligned in the bank, not in the buffer, which shows only for alignments above 16 (a
+ * 64-byte aligned struct after a pointer lands at offset 48 of the buffer, as on an H200). */
+#define FAKE_PARAM_BANK_BASE 0x210u
+
 size_t fake_kernel_layout(const struct fake_kernel *k, size_t offsets[FAKE_KERNEL_MAX_PARAMS])
 {
     size_t end = 0;
     for (unsigned i = 0; i < k->nparams; i++) {
         size_t align = k->param_align[i];
-        end = (end + align - 1) / align * align;
+        end = (FAKE_PARAM_BANK_BASE + end + align - 1) / align * align - FAKE_PARAM_BANK_BASE;
         offsets[i] = end;
         end += k->param_size[i];
     }
@@ -198,6 +203,19 @@ static CUresult run_launch_info(const struct fake_launch *l, void *const *args)
     return CUDA_SUCCESS;
 }
 
+/* read_map(unsigned long long *out, CUtensorMap map, int n): out[i] = the map's i-th
+ * 64-bit word for i < n (at most 16), as a kernel taking a tensor map by value reads it. */
+static CUresult run_read_map(const struct fake_launch *l, void *const *args)
+{
+    (void)l;
+    unsigned long long *out = arg_ptr(args, 0);
+    int n = arg_i32(args, 2);
+    if (n < 0 || n > 16 || !range_ok(out, (size_t)n * sizeof *out))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    memcpy(out, args[1], (size_t)n * sizeof *out);
+    return CUDA_SUCCESS;
+}
+
 /* A graph's conditional value, set as device code does with
  * cudaGraphSetConditional (graph.c). */
 static CUresult run_set_condition(const struct fake_launch *l, void *const *args)
@@ -237,6 +255,8 @@ static const struct fake_kernel kernels[] = {
       run_store_mixed },
     { "launch_info", 1, { 8 }, { 8 },
       "launch_info(unsigned *out)", run_launch_info },
+    { "read_map", 3, { 8, 128, 4 }, { 8, 64, 4 },
+      "read_map(unsigned long long *out, const __grid_constant__ CUtensorMap map, int n)", run_read_map },
     { "set_condition", 2, { 8, 4 }, { 8, 4 },
       "set_condition(unsigned long long handle, unsigned value)", run_set_condition },
     { "count_to", 3, { 8, 8, 4 }, { 8, 8, 4 },

@@ -1103,6 +1103,12 @@ CUresult fake_kernel_op(CUfunction fn, const unsigned grid[3], const unsigned bl
             r = CUDA_ERROR_INVALID_VALUE;
             goto done;
         }
+        if (k->nparams > 0 && buffer_size > size) {
+            /* the H200 (driver 580) answers a buffer larger than the kernel's parameters
+             * with this (seen with a struct placed past where the kernel has it) */
+            r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+            goto done;
+        }
     } else if (k->nparams > 0 && kernelParams == NULL) {
         r = CUDA_ERROR_INVALID_VALUE;
         goto done;

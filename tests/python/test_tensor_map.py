@@ -123,10 +123,54 @@ class _Cai:
 
 
 def test_struct_parameters_of_64_byte_alignment_land_where_the_kernel_has_them():
-    """TensorMap.PARAM is a legal struct item; inferred from (offset, size) it lands at the driver's offset."""
+    """TensorMap.PARAM is a legal struct item, packed at its alignment when no driver offsets are given."""
     fmt, size, items = packing(parse_params(["p", cuabi.TensorMap.PARAM, "i"]))
     assert [(off, n) for _c, off, n in items] == [(0, 8), (64, 128), (192, 4)] and size == 196
     params = parse_params(infer_params([(0, 8), (64, 128), (192, 4)], [1 << 20, bytes(128), 3]))
     assert [off for _c, off, _n in packing(params)[2]] == [0, 64, 192]
     with pytest.raises(ValueError, match="bad struct parameter"):
         parse_params([(128, 256)])
+
+
+READ_MAP_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry read_map(
+	.param .u64 read_map_param_0,
+	.param .align 64 .b8 read_map_param_1[128],
+	.param .u32 read_map_param_2
+)
+{
+	ret;
+}
+"""
+
+
+@pytest.mark.fake
+@pytest.mark.parametrize("signature", [["p", cuabi.TensorMap.PARAM, "i"], None])
+def test_a_tensor_map_argument_sits_where_the_driver_says(ctx, signature):
+    """A 64-byte aligned map goes at the driver's offset (48 after a pointer on sm_90), signed or inferred."""
+    m = cuabi.Module.from_ptx(READ_MAP_PTX)
+    try:
+        k = m.get_kernel("read_map", signature)
+        assert k.param_info() == [(0, 8), (48, 128), (176, 4)]
+        buf = cuabi.DeviceBuffer(4 * 64 * 64)
+        t = cuabi.TensorMap(buf.view("<f4", (64, 64)), (16, 16))
+        out = cuabi.DeviceBuffer(8 * 16)
+        s = cuabi.Stream()
+        cuabi.launch(s, cuabi.LaunchConfig(1, 32), k, out, t.data, 16)
+        s.sync()
+        assert out.to_bytes() == bytes(t.data)
+    finally:
+        m.close()
+
+
+@pytest.mark.fake
+def test_a_signature_whose_sizes_differ_from_the_kernels_is_refused(ctx):
+    """A struct aligned above 16 bytes makes cuabi ask the driver, which also catches a wrong size."""
+    m = cuabi.Module.from_ptx(READ_MAP_PTX)
+    try:
+        with pytest.raises(ValueError, match=r"sizes \[8, 256, 4\] differ from the kernel's \[8, 128, 4\]"):
+            m.get_kernel("read_map", ["p", (256, 64), "i"])
+    finally:
+        m.close()
