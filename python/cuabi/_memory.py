@@ -348,6 +348,10 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
                      "cuMemAlloc/cuMemAllocAsync, not an interprocess pool")
             raise ValueError("this DeviceBuffer cannot be shared with another process: it comes from %s; "
                              "allocate it from MemoryPool(ipc=True)" % where)
+        # driver 580 refused cuMemPoolExportPointer (CUDA_ERROR_INVALID_VALUE) for a pool
+        # never exported, and took it once the pool had been: export it (and let go of the
+        # descriptor) first
+        os.close(pool.export_fd())
         data = bytearray(64)
         with self._in_context():
             _d.cuMemPoolExportPointer(data, ptr)
