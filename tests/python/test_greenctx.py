@@ -186,7 +186,8 @@ def test_a_dropped_green_context_is_destroyed():
     s = g.create_stream()
     handle = g.green_handle
     del g, s
-    gc.collect()
+    for _ in range(3):  # PyPy runs finalizers over several collections
+        gc.collect()
     with pytest.raises(cuabi.CUDAError) as exc:
         driver.cuCtxFromGreenCtx(handle)
     assert exc.value.name == "CUDA_ERROR_INVALID_CONTEXT"
