@@ -985,7 +985,32 @@ class DeviceArray(NotCopyable):
 _POOL_PROPS = struct.Struct(FORMATS["CUmemPoolProps"])
 
 
-class MemoryPool(Resource):
+class ResourcePlace:
+    """The memory resource protocol's three properties, for a resource of one
+    device (``self._device``) whose memory kernels reach; a resource whose
+    memory the host reaches too sets ``_host_accessible``."""
+
+    __slots__ = ()
+    _host_accessible = False
+    _device: Any
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """True: kernels reach the memory."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """Whether the host reads and writes the memory directly (else only through copies)."""
+        return self._host_accessible
+
+    @property
+    def device_id(self) -> int:
+        """The ordinal of the resource's device."""
+        return self._device.device_id
+
+
+class MemoryPool(ResourcePlace, Resource):
     """A stream-ordered memory pool.
 
     ``MemoryPool(device=None, release_threshold=None, max_size=0, ipc=False)``
@@ -1197,21 +1222,6 @@ class MemoryPool(Resource):
         check_owner(self, buffer, self._buffer_type, buffer._pool is self
                     if isinstance(buffer, self._buffer_type) else False)
         buffer.close(stream)
-
-    @property
-    def is_device_accessible(self) -> bool:
-        """True: a pool's memory is for kernels."""
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """False: the host reaches it only through copies."""
-        return False
-
-    @property
-    def device_id(self) -> int:
-        """The ordinal of the pool's device."""
-        return self._device.device_id
 
 
 

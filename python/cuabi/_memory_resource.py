@@ -32,7 +32,7 @@ import weakref
 from typing import Any, Protocol, runtime_checkable
 
 from ._device import Device, current_context
-from ._memory import ManagedBuffer, PinnedBuffer, check_owner
+from ._memory import ManagedBuffer, PinnedBuffer, ResourcePlace, check_owner
 
 
 @runtime_checkable
@@ -59,12 +59,13 @@ class MemoryResource(Protocol):
         """The ordinal of the device the memory belongs to."""
 
 
-class _ImmediateResource:
+class _ImmediateResource(ResourcePlace):
     """A resource whose buffers are allocated at once and reachable from both
     the host and the device; a subclass sets ``_kind`` and ``_new``."""
 
     __slots__ = ("_device", "_mine")
     _kind: type = object
+    _host_accessible = True
 
     def __init__(self, device: Any = None) -> None:
         self._device = current_context(device).device if device is None else Device(device)
@@ -84,18 +85,6 @@ class _ImmediateResource:
         used); refuses while host views of it live, as ``close()`` does."""
         check_owner(self, buffer, self._kind, buffer in self._mine if isinstance(buffer, self._kind) else False)
         buffer.close()
-
-    @property
-    def is_device_accessible(self) -> bool:
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        return True
-
-    @property
-    def device_id(self) -> int:
-        return self._device.device_id
 
     def __repr__(self) -> str:
         return "<cuabi.%s device %d>" % (type(self).__name__, self._device.device_id)

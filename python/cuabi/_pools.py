@@ -35,7 +35,7 @@ from ._constants import (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, CU_GRAPH_MEM_AT
                          CU_MEMCPY_SRC_ACCESS_ORDER_ANY, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, CU_STREAM_LEGACY)
 from ._device import Device, current_context
 from ._interrupts import deferred
-from ._memory import (_LOCATION, DeviceBuffer, MemoryPool, _device_view, _HostViews, _Migratable, _nbytes,
+from ._memory import (_LOCATION, DeviceBuffer, MemoryPool, ResourcePlace, _device_view, _HostViews, _Migratable, _nbytes,
                       check_owner)
 from ._own_api import default_stream_mode
 from ._stream import stream_handle
@@ -104,6 +104,7 @@ class _HostPool(MemoryPool):
     """A pool whose memory the host reaches as well as kernels."""
 
     __slots__ = ()
+    _host_accessible = True
 
     @classmethod
     def _driver_default(cls, device: Any, **attrs: Any) -> Any:
@@ -119,11 +120,6 @@ class _HostPool(MemoryPool):
             self._h = _d.cuMemGetDefaultMemPool(loc, alloc_type)
             ctx._adopt(self)
         return self
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """True: the host reads and writes the memory directly."""
-        return True
 
 
 class PinnedMemoryPool(_HostPool):
@@ -222,7 +218,7 @@ class _GraphBuffer(DeviceBuffer):
     _resource: "GraphMemoryResource"
 
 
-class GraphMemoryResource:
+class GraphMemoryResource(ResourcePlace):
     """Memory for graphs: ``GraphMemoryResource(device=None)``.
 
     ``allocate(n, stream)`` on a stream being captured records an allocation
@@ -262,21 +258,6 @@ class GraphMemoryResource:
         check_owner(self, buffer, _GraphBuffer,
                     getattr(buffer, "_resource", None) is self if isinstance(buffer, _GraphBuffer) else False)
         buffer.close(stream)
-
-    @property
-    def is_device_accessible(self) -> bool:
-        """True: graph memory is device memory."""
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        """False: the host reaches it only through copies."""
-        return False
-
-    @property
-    def device_id(self) -> int:
-        """The ordinal of the device."""
-        return self._device.device_id
 
     def _get(self, attr: int) -> int:
         cell = bytearray(8)

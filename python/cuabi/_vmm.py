@@ -32,7 +32,7 @@ from ._constants import (CU_MEM_ACCESS_FLAGS_PROT_NONE, CU_MEM_ACCESS_FLAGS_PROT
                          CU_MEM_LOCATION_TYPE_DEVICE)
 from ._device import Device, current_context
 from ._interrupts import deferred
-from ._memory import DeviceArray, _DeviceMemoryMixin, _nbytes
+from ._memory import DeviceArray, ResourcePlace, _DeviceMemoryMixin, _nbytes, check_owner
 from ._resource import Resource
 from ._structs import FORMATS
 
@@ -78,7 +78,7 @@ class _Undo:
                 pass  # the first failure is the one raised; undo the rest regardless
 
 
-class VirtualMemoryResource:
+class VirtualMemoryResource(ResourcePlace):
     """Device memory from reserved address space and mapped physical chunks:
     ``VirtualMemoryResource(device=None, *, granularity="recommended",
     reserve=0, peers=(), handle_type=None)``.
@@ -125,22 +125,10 @@ class VirtualMemoryResource:
         return VirtualBuffer(self, size)
 
     def deallocate(self, buffer: "VirtualBuffer", stream: Any = None) -> None:
-        """Free ``buffer``, which this resource allocated (``stream`` is not used)."""
-        if not isinstance(buffer, VirtualBuffer) or buffer._mr is not self:
-            raise ValueError("this VirtualMemoryResource did not allocate %r" % (buffer,))
+        """Free ``buffer``, which this resource allocated (``stream`` is not
+        used); misuse follows the protocol's rule (:func:`cuabi._memory.check_owner`)."""
+        check_owner(self, buffer, VirtualBuffer, buffer._mr is self if isinstance(buffer, VirtualBuffer) else False)
         buffer.close()
-
-    @property
-    def is_device_accessible(self) -> bool:
-        return True
-
-    @property
-    def is_host_accessible(self) -> bool:
-        return False
-
-    @property
-    def device_id(self) -> int:
-        return self._device.device_id
 
     def __repr__(self) -> str:
         return "<cuabi.VirtualMemoryResource device %d granularity %d>" % (self._device.device_id,

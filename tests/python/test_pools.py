@@ -233,6 +233,14 @@ def test_every_resource_refuses_misuse_the_same_way(ctx):
     g = cuabi.GraphMemoryResource()
     with pytest.raises(TypeError, match="deallocates"):
         g.deallocate(cuabi.DeviceBuffer(8))
+    vmm = cuabi.VirtualMemoryResource()
+    with pytest.raises(TypeError, match="deallocates"):
+        vmm.deallocate(cuabi.DeviceBuffer(8))
+    foreign = cuabi.VirtualMemoryResource().allocate(64)
+    with pytest.raises(ValueError, match="did not allocate"):
+        vmm.deallocate(foreign)
+    assert not foreign.closed
+    foreign.close()
 
 
 # -- graph memory ---------------------------------------------------------------------------
