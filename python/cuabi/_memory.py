@@ -349,9 +349,10 @@ class DeviceBuffer(_DeviceMemoryMixin, Resource):
             raise ValueError("this DeviceBuffer cannot be shared with another process: it comes from %s; "
                              "allocate it from MemoryPool(ipc=True)" % where)
         # driver 580 refused cuMemPoolExportPointer (CUDA_ERROR_INVALID_VALUE) for a pool
-        # never exported, and took it once the pool had been: export it (and let go of the
-        # descriptor) first
-        os.close(pool.export_fd())
+        # never exported, and took it once the pool had been: export it once (and let go of
+        # the descriptor) first
+        if not pool._handed_out:
+            os.close(pool.export_fd())
         data = bytearray(64)
         with self._in_context():
             _d.cuMemPoolExportPointer(data, ptr)
@@ -1025,7 +1026,7 @@ class MemoryPool(ResourcePlace, Resource):
     :meth:`import_buffer`.
     """
 
-    __slots__ = ("_owned", "_device", "_ipc", "_imports")
+    __slots__ = ("_owned", "_device", "_ipc", "_imports", "_handed_out")
     # what allocate() returns; the pinned and managed pools (cuabi._pools) return their own kinds
     _buffer_type: Any = None  # DeviceBuffer, set below
 
@@ -1041,6 +1042,7 @@ class MemoryPool(ResourcePlace, Resource):
         self._owned = True
         self._ipc = "exported" if ipc else ""
         self._imports: Any = None
+        self._handed_out = False  # export_fd has run (driver 580 exports pointers only after it)
         alloc_type, loc_type, loc_id = self._where(ctx.device.device_id)
         props = bytearray(_POOL_PROPS.size)
         handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR if ipc else CU_MEM_HANDLE_TYPE_NONE
@@ -1063,6 +1065,7 @@ class MemoryPool(ResourcePlace, Resource):
         self._device = ctx.device
         self._ipc = ipc
         self._imports = {} if ipc == "imported" else None
+        self._handed_out = False
         return self
 
     @classmethod
@@ -1096,6 +1099,7 @@ class MemoryPool(ResourcePlace, Resource):
         cell = bytearray(4)
         with self._in_context():
             _d.cuMemPoolExportToShareableHandle(cell, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+        self._handed_out = True
         return int.from_bytes(cell, sys.byteorder, signed=True)
 
     @classmethod

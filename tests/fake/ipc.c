@@ -58,6 +58,7 @@ struct fake_ipc_region {
     unsigned refs;     /* the pool's, and one per allocation */
     uint64_t uid;
     CUdevice device;
+    int exported;      /* cuMemPoolExportToShareableHandle has handed the pool out */
 };
 
 /* What cuMemPoolExportPointer writes into the 64 bytes of CUmemPoolPtrExportData. */
@@ -164,10 +165,12 @@ static CUresult fake_cuMemPoolExportToShareableHandle(void *handle_out, CUmemory
         r = CUDA_ERROR_INVALID_VALUE; /* not an interprocess pool of this process */
     if (r == CUDA_SUCCESS) {
         int fd = fcntl(region->fd, F_DUPFD_CLOEXEC, 0);
-        if (fd < 0)
+        if (fd < 0) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
-        else
+        } else {
             *(int *)handle_out = fd;
+            region->exported = 1;
+        }
     }
     fake_unlock();
     return r;
@@ -216,7 +219,8 @@ static CUresult fake_cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_ou
     fake_lock();
     CUresult r = fake_is_initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
     struct fake_allocation *a = r == CUDA_SUCCESS ? fake_find_allocation((uintptr_t)ptr, 1) : NULL;
-    if (r == CUDA_SUCCESS && (a == NULL || a->ipc == NULL || a->ipc_imported ||
+    /* driver 580 also refuses a pointer of a pool never exported (seen on the H200) */
+    if (r == CUDA_SUCCESS && (a == NULL || a->ipc == NULL || a->ipc_imported || !a->ipc->exported ||
                               (uintptr_t)a->base != (uintptr_t)ptr))
         r = CUDA_ERROR_INVALID_VALUE; /* not the start of an allocation of an interprocess pool */
     if (r == CUDA_SUCCESS) {
