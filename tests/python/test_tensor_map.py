@@ -9,6 +9,7 @@ import pytest
 
 import cuabi
 from cuabi._kernel_args import infer_params, packing, parse_params
+from conftest import run_json
 
 
 def _blob(tmap):
@@ -174,3 +175,28 @@ def test_a_signature_whose_sizes_differ_from_the_kernels_is_refused(ctx):
             m.get_kernel("read_map", ["p", (256, 64), "i"])
     finally:
         m.close()
+
+
+@pytest.mark.fake
+def test_a_wide_struct_needs_a_driver_that_gives_parameter_offsets():
+    """Without cuFuncGetParamInfo (a 12.3 driver) a signature with a 64-byte aligned struct is refused, saying why."""
+    got = run_json("""
+        import json
+        import cuabi
+        cuabi.Device(0).set_current()
+        m = cuabi.Module.from_ptx(%r)
+        try:
+            m.get_kernel("read_map", ["p", cuabi.TensorMap.PARAM, "i"])
+            print(json.dumps("accepted"))
+        except ValueError as e:
+            print(json.dumps(str(e)))
+    """ % READ_MAP_PTX, env={"FAKECUDA_DRIVER_VERSION": "12030"})
+    assert "only the driver can say (cuFuncGetParamInfo, CUDA 12.4+)" in got
+
+
+def test_driver_offsets_that_overlap_are_refused():
+    """Offsets that would put a parameter inside the one before it are an error, not a silent overlap."""
+    params = parse_params(["p", cuabi.TensorMap.PARAM, "i"])
+    assert [off for _c, off, _n in packing(params, (0, 48, 176))[2]] == [0, 48, 176]
+    with pytest.raises(ValueError, match="parameter 1 at offset 4 overlaps the one before it"):
+        packing(params, (0, 4, 176))
