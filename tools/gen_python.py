@@ -557,33 +557,35 @@ def _stub_function(ep):
     return "def %s(%s) -> %s: ..." % (ep["name"], ", ".join(args), ret)
 
 
-_STUB_TYPES = ["from typing import Any, List, Optional, Tuple, Union",
-               "",
-               "# a pointer or handle argument: an int, None, a cuabi object, another",
-               "# library's array, a str or any buffer (see cuabi._address.address)",
-               "_Address = Union[int, None, object]",
-               "_CString = Union[str, bytes, int, None]",
-               "# a struct passed by value: its members as a tuple, or its bytes",
-               "_Struct = Union[Tuple[Any, ...], bytes, bytearray]",
-               ""]
+def _stub(module, declarations, entry_points):
+    """A module's .pyi: the shared argument types, the module's own
+    ``declarations`` (lines), then each function of ``entry_points`` typed."""
+    lines = ["# " + HEADER, "# " + SPDX,
+             '"""Types of :mod:`cuabi.%s` for type checkers (see %s.py)."""' % (module, module),
+             "",
+             "from typing import Any, List, Optional, Tuple, Union",
+             "",
+             "# a pointer or handle argument: an int, None, a cuabi object, another",
+             "# library's array, a str or any buffer (see cuabi._address.address)",
+             "_Address = Union[int, None, object]",
+             "_CString = Union[str, bytes, int, None]",
+             "# a struct passed by value: its members as a tuple, or its bytes",
+             "_Struct = Union[Tuple[Any, ...], bytes, bytearray]",
+             ""] + declarations + [""]
+    for ep in sorted(entry_points, key=lambda e: e["name"]):
+        lines.append(_stub_function(ep))
+    return "\n".join(lines) + "\n"
 
 
 def gen_driver_stub(table):
     """driver.pyi: what type checkers see of cuabi.driver (the module itself
     builds its functions on first use, behind a module __getattr__)."""
-    lines = ["# " + HEADER, "# " + SPDX,
-             '"""Types of :mod:`cuabi.driver` for type checkers (see driver.py)."""',
-             ""] + _STUB_TYPES + [
-             "CUDA_HEADERS_VERSION: int",
-             "",
-             "def entry_points() -> List[str]: ...",
-             "",
-             "# enum classes, their members and cuda.h's #define constants",
-             "def __getattr__(name: str) -> Any: ...",
-             ""]
-    for ep in sorted(table["entry_points"], key=lambda e: e["name"]):
-        lines.append(_stub_function(ep))
-    return "\n".join(lines) + "\n"
+    return _stub("driver", ["CUDA_HEADERS_VERSION: int",
+                            "",
+                            "def entry_points() -> List[str]: ...",
+                            "",
+                            "# enum classes, their members and cuda.h's #define constants",
+                            "def __getattr__(name: str) -> Any: ..."], table["entry_points"])
 
 
 def gen_tables(table):
@@ -978,25 +980,18 @@ def gen_family(fam):
 def gen_family_stub(fam):
     """A family module's .pyi: its functions typed as driver.pyi's are, and the
     loading functions every family module has."""
-    module = FAMILY_MODULES[fam["key"]]
-    lines = ["# " + HEADER, "# " + SPDX,
-             '"""Types of :mod:`cuabi.%s` for type checkers (see %s.py)."""' % (module, module),
-             ""] + _STUB_TYPES + [
-             "FAMILY: str",
-             "CUDA_HEADERS_VERSION: int",
-             "",
-             "def load_library(path: Optional[str] = None) -> str: ...",
-             "def library_status() -> int: ...",
-             "def library_report() -> str: ...",
-             "def library_path() -> Optional[str]: ...",
-             "def entry_points() -> List[str]: ...",
-             "",
-             "# enum classes, their members and the header's constants",
-             "def __getattr__(name: str) -> Any: ...",
-             ""]
-    for ep in sorted(fam["functions"], key=lambda e: e["name"]):
-        lines.append(_stub_function(ep))
-    return "\n".join(lines) + "\n"
+    return _stub(FAMILY_MODULES[fam["key"]],
+                 ["FAMILY: str",
+                  "CUDA_HEADERS_VERSION: int",
+                  "",
+                  "def load_library(path: Optional[str] = None) -> str: ...",
+                  "def library_status() -> int: ...",
+                  "def library_report() -> str: ...",
+                  "def library_path() -> Optional[str]: ...",
+                  "def entry_points() -> List[str]: ...",
+                  "",
+                  "# enum classes, their members and the header's constants",
+                  "def __getattr__(name: str) -> Any: ..."], fam["functions"])
 
 
 # The NVML records cuabi.system reads; generation fails if the table lacks one.
