@@ -148,11 +148,9 @@ def _dependencies(graph: "Graph", after: Dependencies) -> Tuple[Optional[bytearr
 
 def _kernel_node_params(kernel: Any, config: Any, args: Tuple[Any, ...], ctx: int) -> Tuple[bytearray, Any]:
     """A CUDA_KERNEL_NODE_PARAMS for ``kernel`` launched with ``config`` and
-    ``args`` (packed as a launch packs them; ``kernelParams`` points at each
-    one) in the context ``ctx`` (a handle; 0: the current one), and what
-    keeps the memory it points to alive until the driver has copied it.
-    ``kernelParams``, not ``extra``: the driver refuses ``extra`` in the body
-    graphs of conditional nodes, which it launches from the device."""
+    ``args`` (packed as a launch packs them) in the context ``ctx`` (a
+    handle; 0: the current one), and what keeps the memory it points to
+    alive until the driver has copied it."""
     from ._kernel import pack_params
     from ._launch_config import LaunchConfig
 
@@ -164,20 +162,23 @@ def _kernel_node_params(kernel: Any, config: Any, args: Tuple[Any, ...], ctx: in
     block, offsets = pack_params(kernel, args)
     block_buf = bytearray(block) or bytearray(1)
     block_addr, keep_b = backend().buffer_address(block_buf)
-    pointers, keep_p = _param_pointers(block_addr, offsets)
-    gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
-    params = bytearray(_KERNEL_NODE.pack(kernel._h, gx, gy, gz, bx, by, bz, shmem, pointers, 0, 0, ctx))
+    params, keep_p = _kernel_node_struct(kernel._h, config, block_addr, offsets, ctx)
     return params, (keep_b, keep_p, block_buf)
 
 
-def _param_pointers(block_addr: int, offsets: Tuple[int, ...]) -> Tuple[int, Any]:
-    """A ``kernelParams`` array: the address of each parameter in the block at
-    ``block_addr`` (NULL for a kernel without parameters), and its keeper."""
-    if not offsets:
-        return 0, None
-    array = bytearray(struct.pack("=%dQ" % len(offsets), *(block_addr + o for o in offsets)))
-    address, keep = backend().buffer_address(array)
-    return address, (keep, array)
+def _kernel_node_struct(function: int, config: Any, block_addr: int, offsets: Tuple[int, ...],
+                        ctx: int) -> Tuple[bytearray, Any]:
+    """The CUDA_KERNEL_NODE_PARAMS of ``function`` launched with ``config``,
+    its ``kernelParams`` pointing at each parameter (``offsets``) of the packed
+    block at ``block_addr``, and the keeper of that pointer array."""
+    keep = None
+    pointers = 0  # NULL for a kernel without parameters
+    if offsets:
+        array = bytearray(struct.pack("=%dQ" % len(offsets), *(block_addr + o for o in offsets)))
+        pointers, keep_a = backend().buffer_address(array)
+        keep = (keep_a, array)
+    gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
+    return bytearray(_KERNEL_NODE.pack(function, gx, gy, gz, bx, by, bz, shmem, pointers, 0, 0, ctx)), keep
 
 
 def _host_function(fn: Callable[[], Any]) -> Tuple[int, Any]:
@@ -685,9 +686,7 @@ class _NodeParams:
         # the packet as a launch has it: a header (unused here), then the parameters
         self.packet = bytearray(self.layout.size)
         packet_addr, keep_p = b.buffer_address(self.packet)
-        pointers, keep_a = _param_pointers(packet_addr + HEADER_SIZE, param_offsets(params, offsets))
-        gx, gy, gz, bx, by, bz, shmem, _ = config._hdr
-        node_params = bytearray(_KERNEL_NODE.pack(node.kernel._h, gx, gy, gz, bx, by, bz, shmem, pointers, 0, 0,
-                                                  node.graph._ctx_handle()))
+        node_params, keep_a = _kernel_node_struct(node.kernel._h, config, packet_addr + HEADER_SIZE,
+                                                  param_offsets(params, offsets), node.graph._ctx_handle())
         self.address, keep_k = b.buffer_address(node_params)
         self._keep = (keep_p, keep_a, keep_k, node_params)
