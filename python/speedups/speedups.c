@@ -17,7 +17,10 @@
  *     cuabi._launch.python_launch (stream, kernel and layout, packet, driver
  *     call, error), with the packet on the C stack and cuabi_launch_packed
  *     called with the GIL released: one crossing, no Python object made per
- *     launch.  A Layout (make_layout) describes one kernel signature.
+ *     launch.  A Layout (make_layout) describes one kernel signature and
+ *     keeps the last launch's packed arguments: an argument given as the
+ *     same int, float or bytes object (or the same buffer, holding the same
+ *     address) as last time is not converted again.
  *
  * Its contract with the package (python/cuabi/_compiled.py says it in full):
  * everything it uses is handed to it.  bind() gives the library and the Python
@@ -110,7 +113,7 @@ enum { INT_OK = 0, INT_NOT_INT = 1, INT_RANGE = 2 };
 static int read_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *out)
 {
     long long v;
-    if (PyLong_Check(o)) {
+    if (PyLong_CheckExact(o) || PyLong_Check(o)) { /* the exact test is a compare, the other a call */
         v = AS_I64(o);
     } else {
         PyObject *i = PyNumber_Index(o);
@@ -132,7 +135,7 @@ static int read_signed(PyObject *o, int64_t lo, int64_t hi, int64_t *out)
 static int read_unsigned(PyObject *o, uint64_t hi, uint64_t *out)
 {
     unsigned long long v;
-    if (PyLong_Check(o)) {
+    if (PyLong_CheckExact(o) || PyLong_Check(o)) {
         v = AS_U64(o);
     } else {
         PyObject *i = PyNumber_Index(o);
@@ -289,6 +292,16 @@ typedef struct {
     PyObject *last_config;
     cuabi_launch_header last_header;
     int last_extended;
+    /* The parameter block of the last launch, and for each parameter the
+     * object its bytes were made from when that object fixes them by its
+     * identity (see cache_key()), holding a reference so that no other
+     * object can take its address; NULL otherwise.  A launch that is given
+     * the same object again skips converting it.  Only one launch at a time
+     * uses them (in_use, under the GIL): a launch that finds them in use
+     * packs every argument afresh into its own packet. */
+    unsigned char *block;
+    PyObject **block_from;
+    int in_use;
 } Layout;
 
 /* The Layout class: a heap type (PyType_FromSpec), made by the module's
@@ -488,12 +501,12 @@ static int pack_integer(const struct param *p, PyObject *o, unsigned char *dst, 
     if (r != INT_OK)
         return pack_int_error(r, kernel, i);
     /* stored through a value of the parameter's width, so the byte order is the host's */
-    uint8_t v8 = (uint8_t)u;
-    uint16_t v16 = (uint16_t)u;
-    uint32_t v32 = (uint32_t)u;
-    const void *src = bits == 8 ? (const void *)&v8 : bits == 16 ? (const void *)&v16
-                    : bits == 32 ? (const void *)&v32 : (const void *)&u;
-    memcpy(dst, src, p->size);
+    switch (bits) {
+    case 8: { uint8_t v = (uint8_t)u; memcpy(dst, &v, 1); break; }
+    case 16: { uint16_t v = (uint16_t)u; memcpy(dst, &v, 2); break; }
+    case 32: { uint32_t v = (uint32_t)u; memcpy(dst, &v, 4); break; }
+    default: memcpy(dst, &u, 8); break;
+    }
     return 0;
 }
 
@@ -512,6 +525,18 @@ static PyObject *address_int(PyObject *o)
         }
     }
     return NULL;
+}
+
+/* The object that fixes the bytes argument o packs to by its identity
+ * (borrowed): o itself when it is an exact int, bool, float or bytes (their
+ * values never change), for a pointer the int in a cuabi memory object's
+ * slot; NULL for anything else, which is converted at every launch. */
+static PyObject *cache_key(const struct param *p, PyObject *o)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || t == &PyBytes_Type)
+        return o;
+    return p->code == 'p' ? address_int(o) : NULL;
 }
 
 /* Writes argument i into dst per p->code; same rules as struct.pack with the
@@ -694,6 +719,27 @@ static int stream_of(PyObject *stream, uint64_t *out)
     return 0;
 }
 
+/* Step 3's arguments: items[0..nparams) packed into the layout's block,
+ * converting only those not given as the same object as last time; -1 with
+ * the error of the first bad one.  The caller holds in_use. */
+static int pack_block(Layout *self, PyObject *kernel, PyObject *const *items)
+{
+    for (Py_ssize_t i = 0; i < self->nparams; i++) {
+        const struct param *p = &self->params[i];
+        if (items[i] == self->block_from[i])
+            continue; /* the same int, float or bytes: the block holds its bytes already */
+        PyObject *key = cache_key(p, items[i]);
+        if (key != NULL && key == self->block_from[i])
+            continue; /* a buffer holding the same address */
+        Py_CLEAR(self->block_from[i]); /* an int, float or bytes: no code runs */
+        if (pack_one(p, items[i], self->block + p->offset, kernel, i) < 0)
+            return -1;
+        Py_XINCREF(key);
+        self->block_from[i] = key;
+    }
+    return 0;
+}
+
 /* Steps 3 to 5 for kernel (its CUfunction f) with layout on stream:
  * pack items[0..nparams) behind config's header, launch, raise on failure. */
 static PyObject *launch_with(Layout *self, PyObject *kernel, uint64_t f, uint64_t stream, PyObject *config,
@@ -702,23 +748,36 @@ static PyObject *launch_with(Layout *self, PyObject *kernel, uint64_t f, uint64_
     if (config != self->last_config && read_config(self, config) < 0)
         return NULL;
 
-    /* the packet: on the stack unless the parameters are unusually large */
+    /* the packet: on the stack unless the parameters are unusually large; the
+     * driver reads this copy with the GIL released, while another thread may
+     * be packing the layout's block */
     _Alignas(16) unsigned char local[1024];
     unsigned char *packet = local;
-    size_t size = (size_t)self->size;
+    size_t size = (size_t)self->size, block_size = size - CUABI_LAUNCH_HEADER_SIZE;
     if (size > sizeof local) {
         packet = PyMem_Malloc(size);
         if (packet == NULL)
             return PyErr_NoMemory();
     }
     PyObject *result = NULL;
-    memcpy(packet, &self->last_header, sizeof self->last_header);
-    memset(packet + CUABI_LAUNCH_HEADER_SIZE, 0, size - CUABI_LAUNCH_HEADER_SIZE); /* padding */
-    for (Py_ssize_t i = 0; i < self->nparams; i++) {
-        const struct param *p = &self->params[i];
-        if (pack_one(p, items[i], packet + CUABI_LAUNCH_HEADER_SIZE + p->offset, kernel, i) < 0)
+    if (!self->in_use) {
+        /* packing may run Python code (__index__, a foreign array's pointer)
+         * that launches with this layout again, here or in another thread */
+        self->in_use = 1;
+        int r = pack_block(self, kernel, items);
+        self->in_use = 0;
+        if (r < 0)
             goto done;
+        memcpy(packet + CUABI_LAUNCH_HEADER_SIZE, self->block, block_size);
+    } else {
+        memset(packet + CUABI_LAUNCH_HEADER_SIZE, 0, block_size); /* padding */
+        for (Py_ssize_t i = 0; i < self->nparams; i++) {
+            const struct param *p = &self->params[i];
+            if (pack_one(p, items[i], packet + CUABI_LAUNCH_HEADER_SIZE + p->offset, kernel, i) < 0)
+                goto done;
+        }
     }
+    memcpy(packet, &self->last_header, sizeof self->last_header);
     int rc;
     if (self->last_extended) {
         /* clusters and cooperative launches: cuLaunchKernelEx, from Python */
@@ -837,6 +896,10 @@ static void layout_dealloc(PyObject *op)
     PyObject_GC_UnTrack(op);
     PyMem_Free(self->params);
     Py_XDECREF(self->last_config);
+    for (Py_ssize_t i = 0; i < self->nparams; i++)
+        Py_XDECREF(self->block_from[i]);
+    PyMem_Free(self->block_from);
+    PyMem_Free(self->block);
     PyObject_GC_Del(op);
     Py_DECREF(type); /* instances of a heap type hold a reference to it */
 }
@@ -883,6 +946,8 @@ static PyObject *make_layout(PyObject *module, PyObject *args)
         return NULL;
     }
     Py_ssize_t n = PyTuple_Size(items);
+    unsigned char *block = NULL;
+    PyObject **block_from = NULL;
     struct param *params = PyMem_Calloc(n ? (size_t)n : 1, sizeof *params);
     if (params == NULL)
         return PyErr_NoMemory();
@@ -907,6 +972,13 @@ static PyObject *make_layout(PyObject *module, PyObject *args)
         params[i].offset = (size_t)off;
         params[i].size = (size_t)sz;
     }
+    /* zeroed: the padding between parameters stays zero */
+    block = PyMem_Calloc((size_t)size - CUABI_LAUNCH_HEADER_SIZE + 1, 1);
+    block_from = PyMem_Calloc(n ? (size_t)n : 1, sizeof *block_from);
+    if (block == NULL || block_from == NULL) {
+        PyErr_NoMemory();
+        goto bad;
+    }
     Layout *self = PyObject_GC_New(Layout, (PyTypeObject *)LayoutType);
     if (self == NULL)
         goto bad;
@@ -914,10 +986,15 @@ static PyObject *make_layout(PyObject *module, PyObject *args)
     self->size = size;
     self->params = params;
     self->last_config = NULL;
+    self->block = block;
+    self->block_from = block_from;
+    self->in_use = 0;
     PyObject_GC_Track((PyObject *)self);
     return (PyObject *)self;
 bad:
     PyMem_Free(params);
+    PyMem_Free(block);
+    PyMem_Free(block_from);
     return NULL;
 }
 

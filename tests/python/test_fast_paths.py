@@ -224,6 +224,114 @@ def test_struct_arguments_must_have_their_exact_size(store):
     assert struct.unpack("4Q", out.to_bytes())[0] == 9
 
 
+def _stored(out):
+    cuabi.Stream.legacy().sync()
+    return struct.unpack("4Q", out.to_bytes())
+
+
+class _Changing:
+    """An integer argument (``__index__``) whose value changes under the same object."""
+
+    def __init__(self, value, on_index=None):
+        self.value, self.on_index = value, on_index
+
+    def __index__(self):
+        if self.on_index is not None:
+            self.on_index()
+        return self.value
+
+
+def test_arguments_given_again_pack_their_current_values(store):
+    """Each launch packs what its arguments hold now, though the compiled launch skips objects it packed last time."""
+    # the same objects again, a new object in one place, another buffer, a changed
+    # __index__ value, a mutated bytearray struct, a buffer closed since its last launch
+    k = store.get_kernel("store_mixed", "BdHip")
+    cfg = cuabi.LaunchConfig(1, 1)
+    out, other = cuabi.DeviceBuffer(32), cuabi.DeviceBuffer(32)
+    a, b, c, d = 7, 2.5, 300, -4
+    expect = (7, _u64("d", 2.5), 300, _u64("q", -4))
+    for _ in range(2):
+        cuabi.launch(None, cfg, k, a, b, c, d, out)
+        assert _stored(out) == expect
+    cuabi.launch(None, cfg, k, a, 0.5, c, d, out)            # a new float object
+    assert _stored(out) == (7, _u64("d", 0.5), 300, _u64("q", -4))
+    cuabi.launch(None, cfg, k, a, b, c, d, other)            # another buffer
+    assert _stored(other) == expect
+    cuabi.launch(None, cfg, k, a, b, c, d, other.ptr)        # its address as an int
+    assert _stored(other) == expect
+    n = _Changing(1)
+    for value in (1, 2, 3):                                   # the same object, a new value
+        n.value = value
+        cuabi.launch(None, cfg, k, a, b, n, d, out)
+        assert _stored(out)[2] == value
+    ks = store.get_kernel("store_mixed", [(1, 1), (8, 8), "H", "i", "p"])
+    s = bytearray(b"\x05")
+    for value in (5, 6):                                      # a mutated struct
+        s[0] = value
+        cuabi.launch(None, cfg, ks, s, bytes(8), 1, 2, out)
+        assert _stored(out)[0] == value
+    with pytest.raises(TypeError):                           # fails after a new first argument
+        cuabi.launch(None, cfg, k, 9, "x", c, d, out)
+    cuabi.launch(None, cfg, k, a, b, c, d, out)
+    assert _stored(out) == expect
+    cuabi.launch(None, cfg, k, a, b, c, d, other)
+    other.close()                                             # the same buffer object, now closed
+    with pytest.raises(ClosedError, match="is closed"):
+        cuabi.launch(None, cfg, k, a, b, c, d, other)
+
+
+def test_a_launch_inside_argument_packing(store):
+    """A launch of the same kernel from inside an argument's conversion leaves both launches their own values."""
+    k = store.get_kernel("store_mixed", "BdHip")
+    cfg = cuabi.LaunchConfig(1, 1)
+    outer, inner = cuabi.DeviceBuffer(32), cuabi.DeviceBuffer(32)
+    a, b, c, d = 7, 2.5, 300, -4
+    cuabi.launch(None, cfg, k, a, b, c, d, outer)            # the kernel's last arguments
+
+    def nested():
+        cuabi.launch(None, cfg, k, 1, 9.5, 11, 12, inner)
+
+    cuabi.launch(None, cfg, k, a, b, _Changing(33, nested), d, outer)
+    assert _stored(inner) == (1, _u64("d", 9.5), 11, 12)
+    assert _stored(outer) == (7, _u64("d", 2.5), 33, _u64("q", -4))
+    cuabi.launch(None, cfg, k, a, b, c, d, outer)
+    assert _stored(outer) == (7, _u64("d", 2.5), 300, _u64("q", -4))
+
+
+def test_threads_launching_one_kernel_keep_their_arguments(store):
+    """Threads launching one kernel, switching while arguments are converted, each launch with its own values."""
+    import threading
+    import time
+
+    k = store.get_kernel("store_mixed", "BdHip")
+    cfg = cuabi.LaunchConfig(1, 1)
+    errors = []
+
+    def work(t):
+        try:
+            cuabi.Device(0).set_current()
+            out = cuabi.DeviceBuffer(32)
+            stream = cuabi.Stream()
+            x = float(t)
+            for i in range(200):
+                n = _Changing(i, lambda: time.sleep(0))       # lets another thread run
+                cuabi.launch(stream, cfg, k, t, x, n, t, out)
+                stream.sync()
+                got = struct.unpack("4Q", out.to_bytes())
+                if got != (t, _u64("d", x), i, t):
+                    errors.append((t, i, got))
+                    return
+        except Exception as e:  # reported below, with the thread's number
+            errors.append((t, repr(e)))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(1, 5)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+
+
 class _MyBuffer(cuabi.DeviceBuffer):
     __slots__ = ()
 
