@@ -138,16 +138,28 @@ def copy(dst, src, nbytes=None, *, stream=None):
         return
     managed_dst = isinstance(dst, ManagedBuffer)
     managed_src = isinstance(src, ManagedBuffer)
+    unified = getattr(dst, "_unified_copy", False) or getattr(src, "_unified_copy", False)
     with _context_of(dst, src):
-        _copy(daddr, d_dev is not None, managed_dst, saddr, s_dev is not None, managed_src, n, stream)
+        _copy(daddr, d_dev is not None, managed_dst, saddr, s_dev is not None, managed_src, n, stream,
+              unified)
     del dkeep, skeep
 
 
 def _copy(daddr: int, d_dev: bool, managed_dst: bool, saddr: int, s_dev: bool, managed_src: bool,
-          n: int, stream: Any) -> None:
-    """The driver call of :func:`copy`, picked by where each side lives."""
+          n: int, stream: Any, unified: bool = False) -> None:
+    """The driver call of :func:`copy`, picked by where each side lives.
+
+    ``unified``: a side is memory the directed calls refuse (a host or managed
+    pool's, which driver 580 answers with CUDA_ERROR_INVALID_VALUE there):
+    cuMemcpy(Async), which finds the direction from the addresses."""
     if not d_dev and not s_dev:
         raise TypeError("at least one side of the copy must be device memory")
+    if unified:
+        if stream is None:
+            _d.cuMemcpy(daddr, saddr, n)
+        else:
+            _d.cuMemcpyAsync(daddr, saddr, n, stream_handle(stream))
+        return
     if stream is None:
         if d_dev and s_dev or (d_dev and managed_src) or (s_dev and managed_dst):
             _d.cuMemcpyDtoD(daddr, saddr, n)
@@ -552,7 +564,8 @@ class _Migratable:
         ``"set_read_mostly"``/``"unset_read_mostly"`` (``location`` is not
         used), ``"set_preferred_location"``/``"unset_preferred_location"``,
         ``"set_accessed_by"``/``"unset_accessed_by"``; ``location`` as for
-        :meth:`prefetch`.
+        :meth:`prefetch`.  Driver 580 takes no advice for memory from a
+        managed pool: it raises :class:`cuabi.errors.NotSupportedError`.
         """
         a = _advice_id(advice)
         loc = self._location(location)

@@ -49,6 +49,7 @@ class _HostPoolBuffer(_HostViews, DeviceBuffer):  # type: ignore[misc]
     host views; ``close()`` refuses while one is alive."""
 
     __slots__ = ("_exp", "_lock")
+    _unified_copy = True  # cuabi.copy uses cuMemcpy(Async): the directed calls refuse pool host memory
 
     def __init__(self, size: int, *, stream: Any = None, pool: Any = None, device: Any = None) -> None:
         self._exp: Any = None
@@ -318,7 +319,9 @@ def copy_batch(copies: Iterable[Sequence[Any]], *, stream: Any, source_order: st
     ``"any"`` lets the driver read them at any time after the call, for
     sources nothing earlier on the stream writes.  ``overlap=True`` asks the
     driver to overlap the copies with kernels.  The driver refuses the
-    legacy NULL stream.
+    legacy NULL stream.  cuabi checks every triple before the call; a batch
+    the driver refuses may have been partly copied (driver 580 had made the
+    copy before the bad one).
     """
     order = {"stream": CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, "any": CU_MEMCPY_SRC_ACCESS_ORDER_ANY}.get(source_order)
     if order is None:

@@ -447,6 +447,15 @@ static int unified_range_ok(uintptr_t p, size_t n)
     return 1;
 }
 
+/* The device side of a directed copy (cuMemcpyHtoD, DtoH, DtoD and their
+ * Async forms): as device_range_ok, except host memory from a pool, which
+ * driver 580 refuses there with CUDA_ERROR_INVALID_VALUE (cuMemcpy takes it). */
+static int directed_range_ok(uintptr_t p, size_t n)
+{
+    const struct fake_allocation *a = fake_find_allocation(p, n == 0 ? 1 : n);
+    return a != NULL && !(a->pool != NULL && a->kind == FAKE_MEM_HOST);
+}
+
 enum copy_kind { COPY_UNIFIED, COPY_HTOD, COPY_DTOH, COPY_DTOD };
 
 static CUresult copy(enum copy_kind kind, uintptr_t dst, uintptr_t src, size_t n, CUstream stream, int async)
@@ -460,9 +469,9 @@ static CUresult copy(enum copy_kind kind, uintptr_t dst, uintptr_t src, size_t n
     if (r == CUDA_SUCCESS && n != 0) {
         int ok;
         switch (kind) {
-        case COPY_HTOD: ok = src != 0 && device_range_ok(dst, n); break;
-        case COPY_DTOH: ok = dst != 0 && device_range_ok(src, n); break;
-        case COPY_DTOD: ok = device_range_ok(dst, n) && device_range_ok(src, n); break;
+        case COPY_HTOD: ok = src != 0 && directed_range_ok(dst, n); break;
+        case COPY_DTOH: ok = dst != 0 && directed_range_ok(src, n); break;
+        case COPY_DTOD: ok = directed_range_ok(dst, n) && directed_range_ok(src, n); break;
         default: ok = unified_range_ok(dst, n) && unified_range_ok(src, n); break;
         }
         if (!ok)
@@ -732,6 +741,8 @@ static CUresult fake_cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise 
     struct fake_allocation *a = managed_pages((uintptr_t)devPtr, count, &first, &last);
     if (a == NULL)
         r = CUDA_ERROR_INVALID_VALUE;
+    else if (a->pool != NULL)
+        r = CUDA_ERROR_NOT_SUPPORTED; /* driver 580 takes no advice for managed pool memory */
     if (r == CUDA_SUCCESS && a->advice == NULL) {
         a->advice = calloc((a->size + FAKE_PAGE_SIZE - 1) / FAKE_PAGE_SIZE, sizeof *a->advice);
         if (a->advice == NULL)
@@ -1166,6 +1177,8 @@ static CUresult pool_location_ok(const CUmemPoolProps *props)
     int managed = props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED;
     if (!managed && props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
+    if (managed && props->maxSize != 0)
+        return CUDA_ERROR_INVALID_VALUE; /* driver 580 refuses a size limit on managed pools */
     switch (props->location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE: {
         CUresult r = fake_check_device(props->location.id);
@@ -1462,7 +1475,10 @@ static CUresult fake_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         return r;
     fake_lock();
     struct fake_pool *p = (struct fake_pool *)pool;
-    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev || p->imported || pool_kind(p) != FAKE_MEM_POOL)
+    /* device pools, and (as driver 580 does) managed pools preferring the device */
+    if (!fake_object_valid(p, FAKE_POOL) || p->device != dev || p->imported
+        || !(pool_kind(p) == FAKE_MEM_POOL
+             || (pool_kind(p) == FAKE_MEM_MANAGED && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE)))
         r = CUDA_ERROR_INVALID_VALUE;
     else
         current_pools[dev] = p;
@@ -1600,13 +1616,12 @@ static CUresult memcpy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes
     CUresult r = fake_require_context(&ctx);
     if (r == CUDA_SUCCESS)
         r = fake_check_stream(hStream, &s);
-    for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
-        if (sizes[i] == 0 || !unified_range_ok((uintptr_t)dsts[i], sizes[i]) ||
-            !unified_range_ok((uintptr_t)srcs[i], sizes[i]))
-            r = CUDA_ERROR_INVALID_VALUE;
     fake_unlock();
+    /* copied in order up to a bad range, which fails the call: driver 580 had made the
+     * copy before a bad one when it refused a batch */
     for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++)
-        r = copy(COPY_UNIFIED, (uintptr_t)dsts[i], (uintptr_t)srcs[i], sizes[i], hStream, 1);
+        r = sizes[i] == 0 ? CUDA_ERROR_INVALID_VALUE
+                          : copy(COPY_UNIFIED, (uintptr_t)dsts[i], (uintptr_t)srcs[i], sizes[i], hStream, 1);
     return r;
 }
 
