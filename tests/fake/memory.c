@@ -1475,12 +1475,13 @@ static CUresult fake_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         return r;
     fake_lock();
     struct fake_pool *p = (struct fake_pool *)pool;
-    /* device pools, and (as driver 580 does) managed pools preferring the device */
+    /* device pools; managed pools on the device are taken too (driver 580), as the
+     * device's managed pool, which cuDeviceGetMemPool does not report */
     if (!fake_object_valid(p, FAKE_POOL) || p->device != dev || p->imported
         || !(pool_kind(p) == FAKE_MEM_POOL
              || (pool_kind(p) == FAKE_MEM_MANAGED && p->location.type == CU_MEM_LOCATION_TYPE_DEVICE)))
         r = CUDA_ERROR_INVALID_VALUE;
-    else
+    else if (pool_kind(p) == FAKE_MEM_POOL)
         current_pools[dev] = p;
     fake_unlock();
     return r;

@@ -170,15 +170,13 @@ def test_default_pools_are_the_drivers_shared_ones(ctx):
 
 
 def test_host_pools_are_not_a_devices_pool(ctx):
-    """cuDeviceSetMemPool refuses a pinned pool and, as driver 580 does, takes a managed pool preferring the device."""
+    """cuDeviceSetMemPool refuses a pinned pool, and the device keeps its pool."""
+    before = int(d.cuDeviceGetMemPool(0))
     with pytest.raises(cuabi.CUDAError, match="INVALID_VALUE"):
         d.cuDeviceSetMemPool(0, cuabi.PinnedMemoryPool().handle)
-    managed = cuabi.ManagedMemoryPool(preferred="device")
-    d.cuDeviceSetMemPool(0, managed.handle)
-    try:
-        assert int(d.cuDeviceGetMemPool(0)) == managed.handle
-    finally:
-        d.cuDeviceSetMemPool(0, cuabi.MemoryPool.default().handle)
+    assert int(d.cuDeviceGetMemPool(0)) == before
+    # (driver 580 takes a managed pool on the device, as the device's managed pool: not
+    # tried here, since destroying a pool the driver still uses as current crashes it)
 
 
 @pytest.mark.fake
