@@ -138,11 +138,18 @@ def copy(dst, src, nbytes=None, *, stream=None):
         return
     managed_dst = isinstance(dst, ManagedBuffer)
     managed_src = isinstance(src, ManagedBuffer)
-    unified = getattr(dst, "_unified_copy", False) or getattr(src, "_unified_copy", False)
+    unified = _unified(dst) or _unified(src)
     with _context_of(dst, src):
         _copy(daddr, d_dev is not None, managed_dst, saddr, s_dev is not None, managed_src, n, stream,
               unified)
     del dkeep, skeep
+
+
+def _unified(obj: Any) -> bool:
+    """Whether obj is (or views) memory that only cuMemcpy(Async) copies: a
+    host or managed pool's buffer (their class sets ``_unified_copy``)."""
+    return bool(getattr(obj, "_unified_copy", False)
+                or getattr(getattr(obj, "_owner", None), "_unified_copy", False))
 
 
 def _copy(daddr: int, d_dev: bool, managed_dst: bool, saddr: int, s_dev: bool, managed_src: bool,

@@ -50,6 +50,7 @@ def test_pinned_pool_memory_is_host_memory_the_device_may_use(ctx):
     buf.copy_from(dev, stream=s)
     s.sync()
     assert bytes(buf.memoryview()) == bytes(range(64))
+    assert buf.view("u1").to_bytes()[:4] == bytes(range(4))  # a view of it copies the same way
     pool.deallocate(buf, s)
     assert buf.closed
 
