@@ -719,23 +719,29 @@ static int stream_of(PyObject *stream, uint64_t *out)
     return 0;
 }
 
-/* Step 3's arguments: items[0..nparams) packed into the layout's block,
- * converting only those not given as the same object as last time; -1 with
- * the error of the first bad one.  The caller holds in_use. */
-static int pack_block(Layout *self, PyObject *kernel, PyObject *const *items)
+/* Step 3's arguments: items[0..nparams) packed into block, -1 with the
+ * error of the first bad one.  cached: block is the layout's (the caller
+ * holds in_use), and an argument given as the same object as last time is
+ * not converted again; otherwise block is zeroed and every one is. */
+static inline int pack_args(Layout *self, PyObject *kernel, PyObject *const *items, unsigned char *block, int cached)
 {
     for (Py_ssize_t i = 0; i < self->nparams; i++) {
         const struct param *p = &self->params[i];
-        if (items[i] == self->block_from[i])
-            continue; /* the same int, float or bytes: the block holds its bytes already */
-        PyObject *key = cache_key(p, items[i]);
-        if (key != NULL && key == self->block_from[i])
-            continue; /* a buffer holding the same address */
-        Py_CLEAR(self->block_from[i]); /* an int, float or bytes: no code runs */
-        if (pack_one(p, items[i], self->block + p->offset, kernel, i) < 0)
+        PyObject *key = NULL;
+        if (cached) {
+            if (items[i] == self->block_from[i])
+                continue; /* the same int, float or bytes: the block holds its bytes already */
+            key = cache_key(p, items[i]);
+            if (key != NULL && key == self->block_from[i])
+                continue; /* a buffer holding the same address */
+            Py_CLEAR(self->block_from[i]); /* an int, float or bytes: no code runs */
+        }
+        if (pack_one(p, items[i], block + p->offset, kernel, i) < 0)
             return -1;
-        Py_XINCREF(key);
-        self->block_from[i] = key;
+        if (cached) {
+            Py_XINCREF(key);
+            self->block_from[i] = key;
+        }
     }
     return 0;
 }
@@ -764,18 +770,15 @@ static PyObject *launch_with(Layout *self, PyObject *kernel, uint64_t f, uint64_
         /* packing may run Python code (__index__, a foreign array's pointer)
          * that launches with this layout again, here or in another thread */
         self->in_use = 1;
-        int r = pack_block(self, kernel, items);
+        int r = pack_args(self, kernel, items, self->block, 1);
         self->in_use = 0;
         if (r < 0)
             goto done;
         memcpy(packet + CUABI_LAUNCH_HEADER_SIZE, self->block, block_size);
     } else {
         memset(packet + CUABI_LAUNCH_HEADER_SIZE, 0, block_size); /* padding */
-        for (Py_ssize_t i = 0; i < self->nparams; i++) {
-            const struct param *p = &self->params[i];
-            if (pack_one(p, items[i], packet + CUABI_LAUNCH_HEADER_SIZE + p->offset, kernel, i) < 0)
-                goto done;
-        }
+        if (pack_args(self, kernel, items, packet + CUABI_LAUNCH_HEADER_SIZE, 0) < 0)
+            goto done;
     }
     memcpy(packet, &self->last_header, sizeof self->last_header);
     int rc;
