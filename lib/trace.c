@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <ffi.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,6 +482,22 @@ static void call_and_trace(ffi_cif *cif, void *ret, void **args, void *data)
     write_line(lib, w->index, started, bits, result);
 }
 
+/* libffi sets up its closure allocator on the first allocation, and a later
+ * allocation in another thread checks a plain flag to see that it was done: an
+ * unordered read (a data race in C11 terms, and what ThreadSanitizer reports
+ * when tracing starts while other threads fill slots).  One allocation under
+ * pthread_once, before any other, orders that setup before every thread's
+ * first closure. */
+static pthread_once_t closures_ready = PTHREAD_ONCE_INIT;
+
+static void prepare_closures(void)
+{
+    void *code;
+    void *closure = ffi_closure_alloc(sizeof(ffi_closure), &code);
+    if (closure != NULL)
+        ffi_closure_free(closure);
+}
+
 /* The wrapper of slot `index` of `lib`, built the first time; NULL when it cannot be. */
 static void *wrapper_of(const cuabi_trace_library *lib, unsigned index)
 {
@@ -502,6 +519,7 @@ static void *wrapper_of(const cuabi_trace_library *lib, unsigned index)
         k += depth == 0;
     }
     ffi_type *returns = fn->returns == CUABI_TRACE_STRING ? &ffi_type_pointer : &ffi_type_uint32;
+    pthread_once(&closures_ready, prepare_closures);
     w->closure = ffi_closure_alloc(sizeof(ffi_closure), &w->code);
     if (w->closure == NULL ||
         cuabi__signature_cif(lib->strings + fn->signature, returns, &w->cif, w->types,
