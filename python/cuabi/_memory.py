@@ -65,12 +65,19 @@ def _nbytes(n: Any, what: str = "nbytes") -> int:
     return int(n)
 
 
+def _behind(obj: Any) -> Any:
+    """What a :class:`DeviceArray` views, through any number of them (a view
+    of a buffer, an import of that view, ...); any other object itself."""
+    while isinstance(obj, DeviceArray) and obj._owner is not None:
+        obj = obj._owner
+    return obj
+
+
 def _context_of(*objs: Any) -> Any:
     """The context a copy between ``objs`` runs in: that of the first cuabi
     object among them (the current one when there is none)."""
     for obj in objs:
-        if isinstance(obj, DeviceArray):
-            obj = obj._owner
+        obj = _behind(obj)
         ctx = getattr(obj, "_ctx", None) if isinstance(obj, Resource) else None
         if ctx is not None and ctx._h is not None:
             return ctx._pushed()
@@ -148,12 +155,11 @@ def copy(dst, src, nbytes=None, *, stream=None):
 def _unified(obj: Any) -> bool:
     """Whether obj is (or views) memory that only cuMemcpy(Async) copies: a
     host or managed pool's buffer (their class sets ``_unified_copy``)."""
-    return bool(getattr(obj, "_unified_copy", False)
-                or getattr(getattr(obj, "_owner", None), "_unified_copy", False))
+    return bool(getattr(_behind(obj), "_unified_copy", False))
 
 
 def _copy(daddr: int, d_dev: bool, managed_dst: bool, saddr: int, s_dev: bool, managed_src: bool,
-          n: int, stream: Any, unified: bool = False) -> None:
+          n: int, stream: Any, unified: bool) -> None:
     """The driver call of :func:`copy`, picked by where each side lives.
 
     ``unified``: a side is memory the directed calls refuse (a host or managed
