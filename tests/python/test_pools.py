@@ -51,7 +51,7 @@ def test_pinned_pool_memory_is_host_memory_the_device_may_use(ctx):
     s.sync()
     assert bytes(buf.memoryview()) == bytes(range(64))
     assert buf.view("u1").to_bytes()[:4] == bytes(range(4))  # a view of it copies the same way
-    assert cuabi.from_dlpack(buf.view("u1")).to_bytes()[:4] == bytes(range(4))  # and an import of a view
+    assert cuabi.from_cuda_array_interface(buf.view("u1")).to_bytes()[:4] == bytes(range(4))  # and an import of a view
     pool.deallocate(buf, s)
     assert buf.closed
 
